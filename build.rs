@@ -1,0 +1,5 @@
+include!("trainer/build_support.rs");
+
+fn main() {
+    emit_libtorch_link_args();
+}

@@ -1,0 +1,71 @@
+//! `classwise`: the command-line front end of the workspace.
+
+mod demo;
+mod doctor;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "classwise",
+    version,
+    about = "Class-wise robust fairness in adversarial training: theory, toys, trainer, figures"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check tch/libtorch versions, CUDA, threads and data sets; exit 1 on any problem.
+    Doctor {
+        #[command(flatten)]
+        data: DataArgs,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The project's end-to-end showcase: doctor and the libtorch gradient self-check, with
+    /// every output written to one folder.
+    Demo {
+        #[command(flatten)]
+        data: DataArgs,
+        /// Output folder (created; files in it are replaced atomically).
+        #[arg(long, default_value = "out/demo")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct DataArgs {
+    /// Directory holding the data sets (`fashion-mnist/`, `cifar-10-batches-bin/`, ...); when
+    /// given, it is the only place searched [default: the set-up cache's data/, then
+    /// /usr/share/datasets].
+    #[arg(long, env = "CLASSWISE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+impl DataArgs {
+    fn roots(&self) -> Vec<PathBuf> {
+        classwise_trainer::paths::data_roots(self.data_dir.clone())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Doctor { data, json } => doctor::run(&data.roots(), json),
+        Command::Demo { data, out } => demo::run(&data.roots(), &out),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The environment report behind `classwise doctor`: tch and libtorch versions, which libtorch
+//! was actually loaded, CUDA/cuDNN, threads, and the data sets found.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::LIBTORCH_VERSION;
+use crate::data::{self, DatasetId, Located};
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// tch crate version (from Cargo.lock at build time).
+    pub tch_version: &'static str,
+    pub libtorch: LibtorchInfo,
+    pub cuda: CudaInfo,
+    pub threads: Threads,
+    /// `Device::cuda_if_available()`.
+    pub default_device: String,
+    pub datasets: Vec<DatasetStatus>,
+    /// Each problem with what to do about it; empty when everything needed works.
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LibtorchInfo {
+    /// The version tch 0.26 needs.
+    pub expected: &'static str,
+    /// `build-version` of the libtorch this binary was linked against.
+    pub build_time_version: &'static str,
+    /// lib directory this binary was linked against (its rpath).
+    pub build_time_lib_dir: &'static str,
+    /// Where the running process loaded libtorch_cpu.so from (from /proc/self/maps).
+    pub loaded_lib_dir: Option<PathBuf>,
+    /// `build-version` next to the loaded library, if readable.
+    pub loaded_version: Option<String>,
+    pub has_openmp: bool,
+    pub has_mkl: bool,
+    pub has_mkldnn: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CudaInfo {
+    /// libtorch was compiled with CUDA support.
+    pub compiled_with_cuda: bool,
+    /// libtorch_cuda.so is mapped into the process and is not the empty CPU stub.
+    pub cuda_library_loaded: bool,
+    pub available: bool,
+    pub device_count: i64,
+    pub cudnn_available: bool,
+    pub cudnn_version: Option<i64>,
+    pub cudart_version: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Threads {
+    pub intra_op: i32,
+    pub inter_op: i32,
+    pub available_cores: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DatasetStatus {
+    pub id: DatasetId,
+    pub name: &'static str,
+    pub required: bool,
+    #[serde(flatten)]
+    pub located: Located,
+}
+
+/// Mapped files of this process whose name is `file_name` (Linux; empty elsewhere).
+fn mapped(file_name: &str) -> Vec<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut out: Vec<PathBuf> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .map(PathBuf::from)
+        .filter(|p| p.file_name().is_some_and(|n| n == file_name))
+        .collect();
+    out.dedup();
+    out
+}
+
+/// An empty stub (as `cargo xtask setup` builds for CPU) is a few kB; the real library is
+/// hundreds of MB.
+fn is_real_library(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.len() > 1 << 20)
+}
+
+/// Builds the report. `data_roots` as in [`crate::paths::data_roots`].
+pub fn report(data_roots: &[PathBuf]) -> Report {
+    let mut problems = Vec::new();
+    let loaded = mapped("libtorch_cpu.so").into_iter().next();
+    let loaded_lib_dir = loaded
+        .as_ref()
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    let loaded_version = loaded_lib_dir
+        .as_ref()
+        .and_then(|d| std::fs::read_to_string(d.join("../build-version")).ok())
+        .map(|v| v.trim().to_string());
+    let build_time_version = env!("CLASSWISE_LIBTORCH_BUILD_VERSION");
+    let base = |v: &str| v.split('+').next().unwrap_or("").to_string();
+    match &loaded_version {
+        Some(v) if base(v) != LIBTORCH_VERSION => problems.push(format!(
+            "the loaded libtorch ({}) is version {v}, but tch {} needs {LIBTORCH_VERSION}: \
+             run `cargo xtask setup` and rebuild, or fix LD_LIBRARY_PATH",
+            loaded_lib_dir
+                .as_deref()
+                .unwrap_or(Path::new("?"))
+                .display(),
+            env!("CLASSWISE_TCH_VERSION"),
+        )),
+        Some(_) => {}
+        None => problems.push(format!(
+            "cannot tell which libtorch is loaded (no build-version next to {}); \
+             expected libtorch {LIBTORCH_VERSION}",
+            loaded_lib_dir
+                .as_deref()
+                .map_or("an unknown location".into(), |d| d.display().to_string())
+        )),
+    }
+    if base(build_time_version) != LIBTORCH_VERSION {
+        problems.push(format!(
+            "this binary was built against libtorch `{build_time_version}`, tch needs \
+             {LIBTORCH_VERSION}: run `cargo xtask setup`, then rebuild"
+        ));
+    }
+
+    let cuda_library_loaded = mapped("libtorch_cuda.so")
+        .iter()
+        .any(|p| is_real_library(p));
+    let available = tch::Cuda::is_available();
+    let cuda = CudaInfo {
+        compiled_with_cuda: tch::utils::has_cuda(),
+        cuda_library_loaded,
+        available,
+        device_count: tch::Cuda::device_count(),
+        cudnn_available: available && tch::Cuda::cudnn_is_available(),
+        cudnn_version: available.then(tch::utils::version_cudnn),
+        cudart_version: available.then(tch::utils::version_cudart),
+    };
+    if cuda_library_loaded && !available {
+        problems.push(
+            "a CUDA libtorch is loaded but no CUDA device is usable: check the NVIDIA driver \
+             (`nvidia-smi`) and CUDA_VISIBLE_DEVICES; training falls back to the CPU"
+                .into(),
+        );
+    }
+
+    let datasets: Vec<DatasetStatus> = DatasetId::ALL
+        .into_iter()
+        .map(|id| DatasetStatus {
+            id,
+            name: id.name(),
+            required: id.provided_by_setup(),
+            located: data::locate(id, data_roots),
+        })
+        .collect();
+    for d in datasets.iter().filter(|d| d.required) {
+        match &d.located {
+            Located::Found { .. } => {}
+            Located::Invalid { path, reason } => problems.push(format!(
+                "{} in {} is damaged: {reason}. Delete it and run `cargo xtask setup`",
+                d.name,
+                path.display()
+            )),
+            Located::Missing { searched } => problems.push(format!(
+                "{} not found (searched {}): run `cargo xtask setup`, or pass --data-dir \
+                 (or set CLASSWISE_DATA_DIR) to a directory holding `{}/` with {}",
+                d.name,
+                searched
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                d.id.dir_name(),
+                d.id.marker_files().join(", ")
+            )),
+        }
+    }
+
+    Report {
+        tch_version: env!("CLASSWISE_TCH_VERSION"),
+        libtorch: LibtorchInfo {
+            expected: LIBTORCH_VERSION,
+            build_time_version,
+            build_time_lib_dir: env!("CLASSWISE_LIBTORCH_LIB"),
+            loaded_lib_dir,
+            loaded_version,
+            has_openmp: tch::utils::has_openmp(),
+            has_mkl: tch::utils::has_mkl(),
+            has_mkldnn: tch::utils::has_mkldnn(),
+        },
+        cuda,
+        threads: Threads {
+            intra_op: tch::get_num_threads(),
+            inter_op: tch::get_num_interop_threads(),
+            available_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+        default_device: format!("{:?}", crate::default_device()),
+        datasets,
+        problems,
+    }
+}

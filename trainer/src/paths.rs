@@ -1,0 +1,30 @@
+//! Where data sets are looked for; `cargo xtask setup` fills the same cache.
+
+use std::path::PathBuf;
+
+/// Per-user cache written by `cargo xtask setup`: `$CLASSWISE_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/classwise`, else `$HOME/.cache/classwise`.
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("CLASSWISE_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|p| p.join("classwise")))
+        .or_else(|| var("HOME").map(|p| p.join(".cache/classwise")))
+}
+
+/// Data roots in the order they are searched. An explicit `--data-dir` (or
+/// `CLASSWISE_DATA_DIR`, which the CLI maps onto it) is the only root when given; otherwise the
+/// cache's `data/` and Debian's `/usr/share/datasets`.
+pub fn data_roots(explicit: Option<PathBuf>) -> Vec<PathBuf> {
+    match explicit {
+        Some(dir) => vec![dir],
+        None => cache_dir()
+            .map(|c| c.join("data"))
+            .into_iter()
+            .chain([PathBuf::from("/usr/share/datasets")])
+            .collect(),
+    }
+}

@@ -1,0 +1,284 @@
+//! `cargo xtask`: project chores that need no libtorch.
+//!
+//! - `setup`: libtorch 2.13.0 for tch (the user's, checked, or a CPU one assembled from PyPI
+//!   wheels into the cache) and Fashion-MNIST (from Debian's package, without root).
+//! - `test`: the README's test command (format, libtorch-free crates without libtorch, set-up,
+//!   the whole workspace's tests, clippy).
+//! - `demo`: the README's main command (set-up, then `classwise demo`).
+
+mod data;
+mod error;
+mod libtorch;
+mod manifest;
+mod paths;
+mod wheel;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::libtorch::Source;
+use crate::manifest::Manifest;
+use crate::wheel::Pip;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "classwise project chores", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Make libtorch 2.13.0 and Fashion-MNIST available (idempotent; seconds when done before).
+    Setup(SetupArgs),
+    /// Run every check CI runs: fmt, libtorch-free tests, set-up, workspace tests, clippy.
+    Test(SetupArgs),
+    /// Set up, then run `classwise demo` (release build); outputs land in `out/demo/`.
+    Demo {
+        #[command(flatten)]
+        setup: SetupArgs,
+        /// Output folder.
+        #[arg(long, default_value = "out/demo")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Args, Clone)]
+struct SetupArgs {
+    /// Cache for libtorch, downloads and data [default: $CLASSWISE_CACHE_DIR,
+    /// $XDG_CACHE_HOME/classwise or ~/.cache/classwise].
+    #[arg(long, env = "CLASSWISE_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// A directory of already-downloaded wheels (offline machines); each is checked against
+    /// the sha256 in xtask/libtorch-wheels.toml.
+    #[arg(long, env = "CLASSWISE_WHEEL_DIR")]
+    wheel_dir: Option<PathBuf>,
+    /// Python interpreter whose pip downloads the wheels.
+    #[arg(long, env = "CLASSWISE_PYTHON", default_value = "python3")]
+    python: String,
+    /// Keep the downloaded wheels in the cache after extraction (~540 MB).
+    #[arg(long)]
+    keep_wheels: bool,
+    /// Skip the Fashion-MNIST step.
+    #[arg(long)]
+    no_data: bool,
+    /// The link that `.cargo/config.toml` names as LIBTORCH.
+    #[arg(long, hide = true)]
+    link: Option<PathBuf>,
+    /// The wheel manifest.
+    #[arg(long, hide = true)]
+    manifest: Option<PathBuf>,
+    /// Where a system-wide Fashion-MNIST is looked for first.
+    #[arg(long, hide = true, default_value = data::SYSTEM_DIR)]
+    system_data_dir: PathBuf,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Setup(args) => setup(&args).map(|_| ()),
+        Cmd::Test(args) => test(&args),
+        Cmd::Demo { setup: args, out } => demo(&args, &out),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+/// What set-up found or made.
+struct SetupReport {
+    libtorch: PathBuf,
+    fashion_mnist: Option<PathBuf>,
+}
+
+fn setup(args: &SetupArgs) -> anyhow::Result<SetupReport> {
+    let started = Instant::now();
+    let cache = args
+        .cache_dir
+        .clone()
+        .unwrap_or_else(paths::default_cache_dir);
+    let link = args
+        .link
+        .clone()
+        .unwrap_or_else(paths::default_libtorch_link);
+    let manifest_path = args
+        .manifest
+        .clone()
+        .unwrap_or_else(paths::default_manifest);
+    let manifest = Manifest::load(&manifest_path)?;
+    let source = Source::from_env(
+        std::env::var("LIBTORCH").ok().as_deref(),
+        std::env::var("LIBTORCH_USE_PYTORCH").ok().as_deref(),
+        &link,
+    );
+    eprintln!("classwise setup: cache {}", cache.display());
+    let libtorch = match source {
+        Source::User(dir) => {
+            libtorch::check_user_dir(&dir, &manifest.torch_version)?;
+            eprintln!(
+                "  libtorch: using LIBTORCH={} (version checked)",
+                dir.display()
+            );
+            dir
+        }
+        Source::Pytorch => {
+            let dir = libtorch::from_pytorch(&args.python, &cache, &manifest.torch_version)?;
+            eprintln!("  libtorch: using the torch package of `{}`", args.python);
+            dir
+        }
+        Source::Wheels => {
+            let pip = Pip {
+                python: args.python.clone(),
+            };
+            let a = libtorch::assemble(
+                &manifest,
+                &cache,
+                args.wheel_dir.as_deref(),
+                &pip,
+                args.keep_wheels,
+            )?;
+            if a.built {
+                eprintln!(
+                    "  libtorch: {} (assembled; {} wheels downloaded)",
+                    a.dir.display(),
+                    a.downloaded
+                );
+            } else {
+                eprintln!("  libtorch: {} (up to date)", a.dir.display());
+            }
+            a.dir
+        }
+    };
+    libtorch::replace_symlink(&libtorch, &link)?;
+    eprintln!("  {} -> {}", link.display(), libtorch.display());
+    let fashion_mnist = if args.no_data {
+        None
+    } else {
+        let dir = data::setup_fashion_mnist(&cache, &args.system_data_dir)?;
+        eprintln!("  Fashion-MNIST: {}", dir.display());
+        Some(dir)
+    };
+    eprintln!(
+        "classwise setup: done in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(SetupReport {
+        libtorch,
+        fashion_mnist,
+    })
+}
+
+/// Runs a command in the workspace root, echoing it; fails on a non-zero exit.
+fn run(step: &str, cmd: &mut Command) -> anyhow::Result<()> {
+    let started = Instant::now();
+    eprintln!("\n==> {step}: {cmd:?}");
+    let status = cmd
+        .current_dir(paths::repo_root())
+        .status()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    if !status.success() {
+        bail!("step `{step}` failed ({status}): {cmd:?}");
+    }
+    eprintln!("==> {step}: ok in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// Packages that must build and test with no libtorch anywhere.
+const PURE: [&str; 4] = [
+    "classwise-theory",
+    "classwise-toy",
+    "classwise-figures",
+    "xtask",
+];
+
+fn test(args: &SetupArgs) -> anyhow::Result<()> {
+    let started = Instant::now();
+    run("rustfmt", cargo().args(["fmt", "--all", "--check"]))?;
+    for p in PURE {
+        check_no_torch(p)?;
+    }
+    let mut pure = cargo();
+    pure.arg("test");
+    for p in PURE {
+        pure.args(["-p", p]);
+    }
+    // A LIBTORCH that does not exist proves these crates never look for libtorch.
+    pure.env("LIBTORCH", "/nonexistent/classwise-no-libtorch");
+    run(
+        "tests of the libtorch-free crates, without libtorch",
+        &mut pure,
+    )?;
+    eprintln!("\n==> set-up");
+    setup(args)?;
+    run("workspace tests", cargo().args(["test", "--workspace"]))?;
+    run(
+        "clippy",
+        cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    eprintln!(
+        "\nall checks passed in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Fails if `package` depends on tch or torch-sys, directly or through another package.
+fn check_no_torch(package: &str) -> anyhow::Result<()> {
+    let out = cargo()
+        .args(["tree", "--quiet", "-p", package, "-e", "normal,build,dev"])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .current_dir(paths::repo_root())
+        .output()
+        .context("cannot run `cargo tree`")?;
+    if !out.status.success() {
+        bail!(
+            "`cargo tree -p {package}` failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let tree = String::from_utf8_lossy(&out.stdout);
+    if let Some(line) = tree
+        .lines()
+        .find(|l| l.starts_with("tch ") || l.starts_with("torch-sys "))
+    {
+        bail!("{package} must not depend on libtorch, but its dependency tree has `{line}`");
+    }
+    Ok(())
+}
+
+fn demo(args: &SetupArgs, out: &std::path::Path) -> anyhow::Result<()> {
+    let report = setup(args)?;
+    let mut cmd = cargo();
+    cmd.args([
+        "run",
+        "--release",
+        "--quiet",
+        "-p",
+        "classwise",
+        "--",
+        "demo",
+        "--out",
+    ])
+    .arg(out);
+    eprintln!("  (libtorch {})", report.libtorch.display());
+    if let Some(dir) = &report.fashion_mnist {
+        eprintln!("  (Fashion-MNIST {})", dir.display());
+    }
+    run("classwise demo", &mut cmd)
+}
