@@ -148,7 +148,12 @@ pub fn assemble(
     let dir = cache.join(&manifest.dir_name);
     let marker = dir.join("classwise-setup.txt");
     let complete = std::fs::read_to_string(&marker).is_ok_and(|m| m.trim() == manifest.digest)
-        && dir.join("lib").join("libtorch_cpu.so").exists();
+        && manifest
+            .wheels
+            .iter()
+            .flat_map(|w| &w.keep)
+            .filter(|k| !k.to.ends_with('/'))
+            .all(|k| dir.join(&k.to).exists());
     if complete {
         return Ok(Assembled {
             dir,
