@@ -135,3 +135,32 @@ fn bad_arguments_are_reported_not_panicked() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("--no-such-flag"));
 }
+
+/// The link arguments of trainer/build_support.rs: an rpath to libtorch's lib directory, and
+/// libtorch_cuda kept as a dependency (`--no-as-needed`) so a CUDA libtorch is never dropped.
+#[test]
+fn binary_keeps_libtorch_cuda_and_has_an_rpath_to_libtorch() {
+    let out = Command::new("readelf")
+        .args(["-d", env!("CARGO_BIN_EXE_classwise")])
+        .output()
+        .expect("readelf (binutils) runs");
+    let dynamic = String::from_utf8_lossy(&out.stdout);
+    let needed: Vec<&str> = dynamic
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
+        .collect();
+    for lib in ["libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so"] {
+        assert!(needed.contains(&lib), "{lib} not in NEEDED {needed:?}");
+    }
+    let rpath = dynamic
+        .lines()
+        .find(|l| l.contains("(RUNPATH)") || l.contains("(RPATH)"))
+        .unwrap_or_else(|| panic!("no rpath:\n{dynamic}"));
+    let dir = rpath.split('[').nth(1).unwrap().trim_end_matches(']');
+    assert!(
+        dir.split(':')
+            .any(|d| Path::new(d).join("libtorch_cpu.so").exists()),
+        "rpath {dir} has no libtorch_cpu.so"
+    );
+}

@@ -70,11 +70,15 @@ fn net(vs: &nn::Path) -> impl Module + use<> {
 /// Runs the check on `device` with torch seed `seed`. Every input coordinate is checked
 /// (2×1×8×8 = 128 of them, 256 extra forward passes).
 pub fn conv_net_gradcheck(device: Device, seed: i64) -> Result<GradCheck> {
-    tch::manual_seed(seed);
-    let mut vs = nn::VarStore::new(device);
-    let model = net(&vs.root());
-    vs.double();
     let shape = [2i64, 1, 8, 8];
+    let (vs, model, x) = crate::seed::seeded(seed, || -> Result<_> {
+        let mut vs = nn::VarStore::new(device);
+        let model = net(&vs.root());
+        vs.double();
+        let x = Tensor::f_randn(shape, (Kind::Double, device))?;
+        Ok((vs, model, x))
+    })?;
+    let x = x.set_requires_grad(true);
     let labels = Tensor::f_from_slice(&[0i64, 2])?.f_to(device)?;
     let loss_of = |x: &Tensor| -> Result<Tensor> {
         Ok(model.forward(x).f_cross_entropy_loss::<Tensor>(
@@ -86,7 +90,6 @@ pub fn conv_net_gradcheck(device: Device, seed: i64) -> Result<GradCheck> {
         )?)
     };
 
-    let x = Tensor::f_randn(shape, (Kind::Double, device))?.set_requires_grad(true);
     let loss = loss_of(&x)?;
     loss.f_backward()?;
     let autograd = to_vec(&x.grad())?;

@@ -10,6 +10,7 @@ pub mod error;
 pub mod gradcheck;
 pub mod io;
 pub mod paths;
+pub mod seed;
 
 pub use error::{Result, TrainerError};
 pub use tch;

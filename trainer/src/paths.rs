@@ -1,4 +1,5 @@
-//! Where data sets are looked for; `cargo xtask setup` fills the same cache.
+//! Where data sets are looked for; `cargo xtask setup` fills the same cache (xtask compiles
+//! this file too, so it must use only std).
 
 use std::path::PathBuf;
 

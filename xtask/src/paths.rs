@@ -1,6 +1,11 @@
-//! Where set-up puts things. The trainer reads the same locations (`classwise_trainer::paths`).
+//! Where set-up puts things. The cache location is the trainer's own module, compiled in here
+//! too (it uses only std), so that set-up writes exactly where the trainer reads.
 
 use std::path::PathBuf;
+
+#[allow(dead_code)] // data_roots is the trainer's business
+#[path = "../../trainer/src/paths.rs"]
+mod shared;
 
 /// The workspace root (the parent of `xtask/`).
 pub fn repo_root() -> PathBuf {
