@@ -102,6 +102,13 @@ pub enum SetupError {
     )]
     NotALibtorch { path: PathBuf, reason: String },
 
+    #[error("libtorch in {dir} cannot be loaded: {detail}.\n{hint}")]
+    NotLoadable {
+        dir: PathBuf,
+        detail: String,
+        hint: &'static str,
+    },
+
     #[error(
         "LIBTORCH_USE_PYTORCH=1 but `{python}` cannot import torch:\n{output}\n\
          Activate the environment that has torch {expected}, or unset LIBTORCH_USE_PYTORCH"

@@ -236,6 +236,58 @@ fn build_stub(path: &Path) -> Result<(), SetupError> {
     }
 }
 
+/// Checks with `ldd` that the dynamic loader resolves every dependency of libtorch's libraries
+/// in `dir/lib`, so that a missing library is reported here and not as a loader error when a
+/// binary starts. `hint` says what to do about it for this source of libtorch.
+pub fn check_loadable(dir: &Path, hint: &'static str) -> Result<(), SetupError> {
+    let lib = dir.join("lib");
+    for name in ["libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so"] {
+        let path = lib.join(name);
+        if name != "libtorch_cpu.so" && !path.exists() {
+            continue;
+        }
+        let fail = |detail: String| SetupError::NotLoadable {
+            dir: dir.to_path_buf(),
+            detail,
+            hint,
+        };
+        let out = match Command::new("ldd")
+            .arg(&path)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+        {
+            Ok(out) => out,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                eprintln!("  warning: no `ldd` on PATH; libtorch's dependencies were not checked");
+                return Ok(());
+            }
+            Err(e) => return Err(fail(format!("cannot run `ldd` ({e})"))),
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        let missing: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("not found"))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        if !missing.is_empty() {
+            return Err(fail(format!(
+                "{} needs {}, which the loader does not find",
+                path.display(),
+                missing.join(", ")
+            )));
+        }
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(fail(format!(
+                "{} is not a loadable shared library ({})",
+                path.display(),
+                format!("{} {}", text.trim(), err.trim()).trim()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Points `link` at `target`, replacing whatever link was there (atomically, via rename).
 pub fn replace_symlink(target: &Path, link: &Path) -> Result<(), SetupError> {
     if let Ok(meta) = std::fs::symlink_metadata(link)

@@ -120,6 +120,11 @@ fn setup(args: &SetupArgs) -> anyhow::Result<SetupReport> {
     let libtorch = match source {
         Source::User(dir) => {
             libtorch::check_user_dir(&dir, &manifest.torch_version)?;
+            libtorch::check_loadable(
+                &dir,
+                "Install the missing libraries (for a CUDA build: the CUDA runtime, cuDNN, NCCL of \
+                 the version it was built with) or add their directory to LD_LIBRARY_PATH",
+            )?;
             eprintln!(
                 "  libtorch: using LIBTORCH={} (version checked)",
                 dir.display()
@@ -128,6 +133,11 @@ fn setup(args: &SetupArgs) -> anyhow::Result<SetupReport> {
         }
         Source::Pytorch => {
             let dir = libtorch::from_pytorch(&args.python, &cache, &manifest.torch_version)?;
+            libtorch::check_loadable(
+                &dir,
+                "Reinstall torch in that environment (its nvidia-* dependencies provide the CUDA \
+                 libraries), or unset LIBTORCH_USE_PYTORCH",
+            )?;
             eprintln!("  libtorch: using the torch package of `{}`", args.python);
             dir
         }
@@ -141,6 +151,11 @@ fn setup(args: &SetupArgs) -> anyhow::Result<SetupReport> {
                 args.wheel_dir.as_deref(),
                 &pip,
                 args.keep_wheels,
+            )?;
+            libtorch::check_loadable(
+                &a.dir,
+                "The assembled copy is damaged or this system lacks a base library: delete that \
+                 directory and run `cargo xtask setup` again",
             )?;
             if a.built {
                 eprintln!(

@@ -74,9 +74,24 @@ fn fake_libtorch(root: &Path, version: &str) -> PathBuf {
     let dir = root.join("libtorch");
     std::fs::create_dir_all(dir.join("lib")).unwrap();
     std::fs::create_dir_all(dir.join("include")).unwrap();
-    std::fs::write(dir.join("lib/libtorch_cpu.so"), b"").unwrap();
+    shared_object(&dir.join("lib/libtorch_cpu.so"), &[]);
     std::fs::write(dir.join("build-version"), format!("{version}\n")).unwrap();
     dir
+}
+
+/// Builds an empty shared object at `path` with the C compiler; `link` are extra linker args.
+fn shared_object(path: &Path, link: &[&str]) {
+    let src = path.with_extension("c");
+    std::fs::write(&src, "int classwise_test_symbol;\n").unwrap();
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(path)
+        .arg(&src)
+        .args(link)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::remove_file(src).unwrap();
 }
 
 fn script(path: &Path, body: &str) {
@@ -158,6 +173,31 @@ fn user_libtorch_that_is_not_a_libtorch_is_refused() {
     std::fs::remove_file(lt.join("lib/libtorch_cpu.so")).unwrap();
     s.cmd.env("LIBTORCH", &lt).arg("--no-data");
     expect_failure(s, &["libtorch_cpu.so is missing"]);
+}
+
+#[test]
+fn user_libtorch_with_a_missing_dependency_is_refused() {
+    let mut s = Setup::new();
+    let lt = fake_libtorch(s.dir.path(), "2.13.0+cu130");
+    // libtorch_cpu.so linked against a library that is then removed.
+    let dep_dir = s.path("deps");
+    std::fs::create_dir_all(&dep_dir).unwrap();
+    shared_object(&dep_dir.join("libclasswise_gone.so"), &[]);
+    let d = format!("-L{}", dep_dir.display());
+    shared_object(
+        &lt.join("lib/libtorch_cpu.so"),
+        &["-Wl,--no-as-needed", &d, "-lclasswise_gone"],
+    );
+    std::fs::remove_file(dep_dir.join("libclasswise_gone.so")).unwrap();
+    s.cmd.env("LIBTORCH", &lt).arg("--no-data");
+    expect_failure(
+        s,
+        &[
+            "cannot be loaded",
+            "libtorch_cpu.so needs libclasswise_gone.so",
+            "LD_LIBRARY_PATH",
+        ],
+    );
 }
 
 #[test]
@@ -278,6 +318,14 @@ fn fashion_mnist_that_cannot_be_fetched_is_explained() {
     let mut s = Setup::new();
     let lt = fake_libtorch(s.dir.path(), "2.13.0");
     let bin = s.path("bin");
+    // Only a failing apt-get (and the real ldd, which set-up uses to check libraries) on PATH.
+    std::fs::create_dir_all(&bin).unwrap();
+    if let Some(ldd) = ["/usr/bin/ldd", "/bin/ldd"]
+        .iter()
+        .find(|p| Path::new(p).exists())
+    {
+        std::os::unix::fs::symlink(ldd, bin.join("ldd")).unwrap();
+    }
     script(
         &bin.join("apt-get"),
         "echo 'E: Unable to locate package dataset-fashion-mnist' >&2\nexit 100",
@@ -351,7 +399,7 @@ fn assembly_from_small_wheels_extracts_kept_files_stubs_and_is_idempotent() {
             r#"torch_version = "2.13.0"
 dir_name = "mini"
 build_version = "2.13.0+cpu"
-stub = ["lib/libstub.so"]
+stub = ["lib/libtorch_cpu.so"]
 
 [[wheel]]
 requirement = "a==1.0"
@@ -401,7 +449,7 @@ keep = [{{ from = "other/lib/libextra.so.1", to = "lib/libextra.so.1" }}]
         "2.13.0+cpu\n"
     );
     // The stub is a real (empty) shared object: ELF magic.
-    let stub = std::fs::read(dir.join("lib/libstub.so")).unwrap();
+    let stub = std::fs::read(dir.join("lib/libtorch_cpu.so")).unwrap();
     assert_eq!(&stub[..4], b"\x7fELF");
     assert_eq!(std::fs::read_link(root.join("libtorch-link")).unwrap(), dir);
     // Wheels given with --wheel-dir are the user's: never deleted.
