@@ -29,3 +29,11 @@ pub fn data_roots(explicit: Option<PathBuf>) -> Vec<PathBuf> {
             .collect(),
     }
 }
+
+/// The four files of Fashion-MNIST as shipped (gzipped idx), in its directory `fashion-mnist/`.
+pub const FASHION_MNIST_FILES: [&str; 4] = [
+    "train-images-idx3-ubyte.gz",
+    "train-labels-idx1-ubyte.gz",
+    "t10k-images-idx3-ubyte.gz",
+    "t10k-labels-idx1-ubyte.gz",
+];

@@ -7,12 +7,7 @@ use std::process::Command;
 use crate::error::{IoContext, SetupError};
 
 /// The four gzipped idx files of Fashion-MNIST.
-pub const FILES: [&str; 4] = [
-    "train-images-idx3-ubyte.gz",
-    "train-labels-idx1-ubyte.gz",
-    "t10k-images-idx3-ubyte.gz",
-    "t10k-labels-idx1-ubyte.gz",
-];
+pub use crate::paths::FASHION_MNIST_FILES as FILES;
 
 /// Where the Debian package installs the files.
 pub const SYSTEM_DIR: &str = "/usr/share/datasets/fashion-mnist";

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 #[path = "../../trainer/src/paths.rs"]
 mod shared;
 
+pub use shared::FASHION_MNIST_FILES;
+
 /// The workspace root (the parent of `xtask/`).
 pub fn repo_root() -> PathBuf {
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

@@ -8,13 +8,7 @@ use flate2::read::GzDecoder;
 
 use crate::error::{IoContext, Result, TrainerError};
 
-/// The four files of Fashion-MNIST, as shipped (gzipped).
-pub const FASHION_MNIST_FILES: [&str; 4] = [
-    "train-images-idx3-ubyte.gz",
-    "train-labels-idx1-ubyte.gz",
-    "t10k-images-idx3-ubyte.gz",
-    "t10k-labels-idx1-ubyte.gz",
-];
+pub use crate::paths::FASHION_MNIST_FILES;
 
 /// The dimensions in an idx header.
 #[derive(Clone, Debug, PartialEq, Eq)]
