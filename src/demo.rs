@@ -1,5 +1,6 @@
 //! `classwise demo`: the project's best end-to-end result so far, written to one folder.
-//! Today: the environment report and the libtorch gradient self-check.
+//! Today: the environment report, the libtorch gradient self-check and the numerical check of
+//! the papers' theorems (`classwise theory verify`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,15 +32,35 @@ pub fn run(roots: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
         g.autograd.len(),
         if ok { "ok" } else { "FAILED" }
     );
+    let theory = classwise_theory::verify::run(200, 0);
+    io::write_json(
+        &out.join("theory-verify.json"),
+        "the theory report",
+        &theory,
+    )?;
+    let cases: usize = theory.checks.iter().map(|c| c.cases).sum();
+    let confirmed = theory.errata.iter().filter(|e| e.confirmed).count();
+    println!(
+        "theory: {} checks of CFA Theorems 1-4 and the WAT bounds over {cases} cases: {}; \
+         {confirmed}/{} errata of the papers confirmed with counterexamples \
+         (table: `classwise theory verify`)",
+        theory.checks.len(),
+        if theory.ok() { "all hold" } else { "FAILURES" },
+        theory.errata.len()
+    );
     let summary = format!(
         "classwise demo\n\
          doctor: {} problem(s)\n\
          gradient self-check: max relative error {err:.3e} on {} ({})\n\
+         theory: {} checks over {cases} cases ({}), {confirmed}/{} errata confirmed\n\
          files: doctor.json (environment), gradcheck.json (autograd and finite-difference \
-         gradients)\n",
+         gradients), theory-verify.json (every check and erratum)\n",
         report.problems.len(),
         g.device,
-        if ok { "ok" } else { "FAILED" }
+        if ok { "ok" } else { "FAILED" },
+        theory.checks.len(),
+        if theory.ok() { "all hold" } else { "FAILURES" },
+        theory.errata.len()
     );
     io::write_atomic(&out.join("summary.txt"), summary.as_bytes())?;
     println!(
@@ -47,7 +68,7 @@ pub fn run(roots: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
         out.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(if ok && report.problems.is_empty() {
+    Ok(if ok && report.problems.is_empty() && theory.ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

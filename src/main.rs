@@ -2,6 +2,7 @@
 
 mod demo;
 mod doctor;
+mod theory;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +29,11 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// The binary Gaussian model of CFA and the WAT bounds: verify the theorems, evaluate.
+    Theory {
+        #[command(subcommand)]
+        command: theory::TheoryCommand,
     },
     /// The project's end-to-end showcase: doctor and the libtorch gradient self-check, with
     /// every output written to one folder.
@@ -60,6 +66,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Doctor { data, json } => doctor::run(&data.roots(), json),
         Command::Demo { data, out } => demo::run(&data.roots(), &out),
+        Command::Theory { command } => theory::run(command),
     };
     match result {
         Ok(code) => code,

@@ -164,3 +164,165 @@ fn binary_keeps_libtorch_cuda_and_has_an_rpath_to_libtorch() {
         "rpath {dir} has no libtorch_cpu.so"
     );
 }
+
+#[test]
+fn theory_verify_prints_the_table_and_exits_zero() {
+    let out = classwise(&["theory", "verify", "--cases", "50"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    for needle in [
+        "T1",
+        "CFA Theorem 4",
+        "WAT Theorem 2",
+        "C1",
+        "W4",
+        "confirmed",
+        "all hold",
+    ] {
+        assert!(t.contains(needle), "verify output lacks `{needle}`:\n{t}");
+    }
+    let out = classwise(&["theory", "verify", "--cases", "20", "--json"])
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let checks = r["checks"].as_array().unwrap();
+    assert!(checks.iter().all(|c| c["passed"] == c["cases"]), "{r}");
+    let errata: Vec<&str> = r["errata"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    for id in [
+        "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "W1", "W2", "W3", "W4", "W5", "W6",
+    ] {
+        assert!(errata.contains(&id), "erratum {id} missing from {errata:?}");
+    }
+}
+
+#[test]
+fn theory_eval_json_has_the_documented_shape() {
+    // CFA Figure 1 setting at the paper's ε = 2η = 0.8 (spec §1.4 table, w = 2).
+    let out = classwise(&[
+        "theory",
+        "eval",
+        "--d",
+        "1",
+        "--eta",
+        "0.4",
+        "--sigma",
+        "0.7745966692414834",
+        "--p-pos",
+        "0.85",
+        "--p-neg",
+        "0.7",
+        "--w",
+        "2",
+        "--eps",
+        "0.8",
+        "--json",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let num = |x: &serde_json::Value| x.as_f64().unwrap();
+    assert!((num(&v["robust_paper"]["pos"]) - 0.83363).abs() < 1e-5);
+    assert!((num(&v["robust_full"]["pos"]) - 0.42500).abs() < 1e-5);
+    assert!((num(&v["robust_paper"]["neg"]) - 0.68669).abs() < 1e-5);
+    assert!((num(&v["robust_full"]["neg"]) - 0.35000).abs() < 1e-5);
+    assert!((num(&v["w_star"]["pos"]) - 1.30095).abs() < 1e-5);
+    // ε = 0.8 ≥ η: ŵ does not exist; the full optimum is past ε < 1 too.
+    assert_eq!(v["w_hat"], "+inf");
+    for key in [
+        "params",
+        "clean",
+        "robust_paper_2eta",
+        "robust_full_2eta",
+        "w_hat_full",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}: {v}");
+    }
+}
+
+#[test]
+fn theory_eval_batch_matches_the_mpmath_table_and_reports_bad_lines() {
+    let table = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/theory/reference/model.csv"
+    ))
+    .unwrap();
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip(1)
+        .take(12)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let mut input = String::new();
+    for r in &rows {
+        input += &format!(
+            "{{\"d\":{},\"eta\":{},\"sigma\":{},\"p_pos\":{},\"p_neg\":{},\"w\":{},\"eps\":{}}}\n",
+            r[0], r[1], r[2], r[3], r[4], r[5], r[6]
+        );
+    }
+    // Two bad lines in the middle: a probability out of range and a missing field.
+    input += "{\"d\":1,\"eta\":0.4,\"sigma\":1,\"p_pos\":1.5,\"p_neg\":0.7,\"w\":1,\"eps\":0.1}\n";
+    input += "{\"d\":1,\"eta\":0.4,\"sigma\":1,\"p_pos\":0.8,\"w\":1,\"eps\":0.1}\n";
+    let first = input.lines().next().unwrap().to_owned();
+    input += &first;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("batch.jsonl");
+    std::fs::write(&path, &input).unwrap();
+    let out = classwise(&["theory", "eval", "--batch", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "bad lines give exit status 1");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        rows.len() + 3,
+        "one output line per input line"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let n = rows.len();
+    assert_eq!(lines[n]["line"], n + 1);
+    assert!(
+        lines[n]["error"].as_str().unwrap().contains("p_pos"),
+        "{}",
+        lines[n]
+    );
+    assert_eq!(lines[n + 1]["line"], n + 2);
+    assert!(
+        lines[n + 1]["error"].as_str().unwrap().contains("p_neg"),
+        "{}",
+        lines[n + 1]
+    );
+    assert!(stderr.contains(&format!("line {}", n + 1)), "{stderr}");
+    assert!(
+        lines[n + 2].get("clean").is_some(),
+        "processing continued after the bad lines"
+    );
+    // Accuracies agree with the independent table to 1e-12 relative.
+    let cols = [
+        ("clean", 7),
+        ("robust_paper", 9),
+        ("robust_full", 11),
+        ("robust_paper_2eta", 13),
+        ("robust_full_2eta", 15),
+    ];
+    for (r, v) in rows.iter().zip(&lines) {
+        for (key, col) in cols {
+            for (k, class) in ["pos", "neg"].into_iter().enumerate() {
+                let want: f64 = r[col + k].parse().unwrap();
+                let got = v[key][class].as_f64().unwrap();
+                let rel = (got - want).abs() / want.abs().max(got.abs());
+                assert!(rel <= 1e-12, "{key}.{class}: {got} vs {want} ({rel:e})");
+            }
+        }
+    }
+}

@@ -1,4 +1,19 @@
-//! Closed forms of the binary Gaussian model of the CFA paper (section 2, appendix B) and the
-//! WAT bounds, checked by property tests. Pure Rust: this crate never depends on libtorch.
+//! Closed forms of the binary Gaussian model of the CFA paper (section 2, appendix B), the
+//! theorems about it (CFA Theorems 1-4, as printed and corrected), the WAT bounds (Hedge no-regret,
+//! worst-class Rademacher bounds), class-wise metrics and class-wise calibration rules.
 //!
-//! Not implemented yet: see the README's status table.
+//! Pure Rust: this crate never depends on libtorch. Every formula cites its paper equation; the
+//! derivations and errata are in `shared/specs/theory.md` (referred to as "spec §n").
+
+pub mod calibration;
+pub mod error;
+pub mod eval;
+pub mod metrics;
+pub mod model;
+pub mod normal;
+pub mod theorems;
+pub mod tol;
+pub mod verify;
+pub mod wat;
+
+pub use error::{Result, TheoryError};
