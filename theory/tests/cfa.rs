@@ -2,6 +2,8 @@
 //! tests for the errata's counterexamples. Expected numbers come from the spec, whose values were
 //! computed independently in mpmath.
 
+mod common;
+
 use approx::assert_relative_eq;
 use classwise_theory::model::{Adversary, Argmax, BinaryModel, Class};
 use classwise_theory::theorems::{self, figure1_model};
@@ -27,6 +29,8 @@ fn ordered_p() -> impl Strategy<Value = (f64, f64)> {
 }
 
 proptest! {
+    #![proptest_config(common::config("proptest-regressions/cfa.txt", 256))]
+
     /// T1: A₊₁ - A₋₁ = (p₊₁ - p₋₁)·P(band), the same for R and R^full.
     #[test]
     fn t1_gap_identity(d in D, eta in ETA, ls in LN_SIGMA, a in 0.0..=1.0f64, b in 0.0..=1.0f64,

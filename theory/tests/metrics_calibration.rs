@@ -2,6 +2,8 @@
 //! FRL, CSL rules, spec §3-§6). Expected values are computed by hand in the comments or taken
 //! from the papers' tables (spec §11); none is produced by the code under test.
 
+mod common;
+
 use approx::assert_abs_diff_eq;
 use classwise_theory::TheoryError;
 use classwise_theory::calibration::*;
@@ -809,6 +811,8 @@ fn permutation(k: usize) -> impl Strategy<Value = Vec<usize>> {
 }
 
 proptest! {
+    #![proptest_config(common::config("proptest-regressions/metrics_calibration.txt", 256))]
+
     #[test]
     fn relabelling_permutes_per_class_and_keeps_statistics(
         (k, labels, preds, perm) in labelled_data().prop_flat_map(|(k, l, p)| {

@@ -1,6 +1,8 @@
 //! WAT (spec §5) properties H1-H4, G1, G4 (proptest, spec §7 ranges) and regressions H5, H6,
 //! G2. The regression numbers come from the spec, which computed them independently (mpmath).
 
+mod common;
+
 use classwise_theory::TheoryError;
 use classwise_theory::wat::counterexample::{
     any_of_k_fails, clopper_pearson_miss_rate, failure_probability, half_abs_rademacher_sum,
@@ -29,16 +31,7 @@ use rand::{RngExt, SeedableRng};
 const DEFAULT_CASES: u32 = 64;
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_CASES);
-    ProptestConfig {
-        cases,
-        // Never write regression files next to the sources.
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    common::config("proptest-regressions/wat.txt", DEFAULT_CASES)
 }
 
 /// H1: rel 1e-12 (spec §7); the softmax loses a few ulp of `η G ≤ 250` per weight.
