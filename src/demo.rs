@@ -9,9 +9,6 @@ use std::time::Instant;
 use anyhow::Context;
 use classwise_trainer::{default_device, doctor, gradcheck, io};
 
-/// Relative error above which the gradient self-check fails (see trainer/tests/smoke.rs).
-const GRAD_REL_TOL: f64 = 1e-6;
-
 pub fn run(roots: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let report = doctor::report(roots);
@@ -24,7 +21,7 @@ pub fn run(roots: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("libtorch gradient self-check on {device:?}"))?;
     let err = g.max_rel_error();
     io::write_json(&out.join("gradcheck.json"), "the gradient check", &g)?;
-    let ok = err < GRAD_REL_TOL;
+    let ok = err < gradcheck::GRAD_REL_TOL;
     println!(
         "\nlibtorch self-check on {}: conv net forward + backward, input gradient vs central \
          differences over {} coordinates: max relative error {err:.2e} ({})",

@@ -399,14 +399,14 @@ pub fn wat_weights(
     scaled
         .iter()
         .try_for_each(|&s| finite("eta * cumulative_costs", s).map(|_| ()))?;
-    let max = scaled.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let exps: Vec<f64> = scaled.iter().map(|s| (s - max).exp()).collect();
-    let z: f64 = exps.iter().sum(); // ≥ 1 (the max term is exp(0))
     let scale = match normalization {
         WatNormalization::Code => (cumulative_costs.len() - 1) as f64,
         WatNormalization::Paper => 1.0,
     };
-    Ok(exps.iter().map(|e| scale * e / z).collect())
+    Ok(crate::wat::hedge::exp_weights(cumulative_costs, eta)
+        .into_iter()
+        .map(|w| scale * w)
+        .collect())
 }
 
 /// Sums per-epoch validation cost vectors (each K + 1 long) into the cumulative cost Σ_{s≤t} c_s.

@@ -1,13 +1,12 @@
 //! Everything `classwise theory eval` reports for one parameter set.
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
 use crate::error::Result;
 use crate::model::{Adversary, Argmax, BinaryModel, Class};
 
 /// Raw inputs (as read from flags or a JSON line), validated by [`evaluate`].
-#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Copy, Debug, Serialize)]
 pub struct Params {
     pub d: u32,
     pub eta: f64,

@@ -246,7 +246,7 @@ impl BinaryModel {
             self.p(y),
             self.eta,
             self.sigma,
-            self.clean_limits(self.p(y)),
+            self.limits(self.p(y), self.eta),
         )
     }
 
@@ -327,10 +327,6 @@ impl BinaryModel {
     /// Limits of p Φ((dm+w)/s) + (1-p) Φ((dm-w)/s) at w → 0⁺ and w → ∞.
     fn limits(&self, p: f64, m: f64) -> (f64, f64) {
         (cdf(f64::from(self.d) * m / self.s()), p)
-    }
-
-    fn clean_limits(&self, p: f64) -> (f64, f64) {
-        self.limits(p, self.eta)
     }
 }
 

@@ -588,10 +588,6 @@ pub fn figure1_model() -> BinaryModel {
     BinaryModel::new(1, 0.4, 0.6f64.sqrt(), 0.85, 0.7).expect("valid")
 }
 
-fn rel_err(a: f64, b: f64) -> f64 {
-    (a - b).abs() / a.abs().max(b.abs())
-}
-
 fn check_t11() -> CheckReport {
     let mut t = Tally::new(
         "T11",
@@ -623,7 +619,7 @@ fn check_t11() -> CheckReport {
     let eps_star = 0.078_625_662_672_908_4;
     let opt = m.w_hat_full(eps_star).unwrap();
     let local = opt.local_max.unwrap_or(f64::NAN);
-    t.record_margin(tol::SPEC_VALUE_REL - rel_err(local, 1.800_761_996_590_58));
+    t.record_margin(tol::SPEC_VALUE_REL - tol::rel_diff(local, 1.800_761_996_590_58));
     let v = m
         .average_robust_accuracy(local, eps_star, Adversary::Full)
         .unwrap();
@@ -708,8 +704,8 @@ pub fn cfa_errata() -> Vec<ErratumReport> {
         "CFA Theorem 4 (clean chain)",
         "ΔA₋₁ < ΔA₊₁ < 0 for all w > w*₊₁ (true; the hypothesis is needed)",
         dn < dp && dp > 0.0
-            && rel_err(dn, -0.002_002_417_709_926_51) < tol::SPEC_VALUE_REL
-            && rel_err(dp, 0.001_982_005_078_948_04) < tol::SPEC_VALUE_REL,
+            && tol::rel_diff(dn, -0.002_002_417_709_926_51) < tol::SPEC_VALUE_REL
+            && tol::rel_diff(dp, 0.001_982_005_078_948_04) < tol::SPEC_VALUE_REL,
         format!("σ=1, d=1, η=0.4, p=.85/.7, w=1.5 ∈ (w*₋₁, w*₊₁), Δ=0.1: ΔA₋₁={dn:.10} < ΔA₊₁={dp:.10}, not < 0"),
     ));
 
@@ -721,7 +717,7 @@ pub fn cfa_errata() -> Vec<ErratumReport> {
         "C5",
         "CFA Theorem 4 (robust)",
         "0 < ΔR₋₁ for all w > 0 (needs p₋₁ ≥ 1/2, ε = 2η)",
-        dr < 0.0 && rel_err(dr, -0.005_109_967_485_608_14) < tol::SPEC_VALUE_REL,
+        dr < 0.0 && tol::rel_diff(dr, -0.005_109_967_485_608_14) < tol::SPEC_VALUE_REL,
         format!("σ=1, d=1, η=0.4, ε=2η, p=.85/.4: R₋₁(0.2) - R₋₁(0.1) = {dr:.10}"),
     ));
 

@@ -1,5 +1,16 @@
 //! Numerical tolerances of the crate's tests and checks, each with its reason (the statrs
-//! `prec` pattern). "rel" means |a - b| ≤ tol · max(|a|, |b|).
+//! `prec` pattern). "rel" means |a - b| ≤ tol · max(|a|, |b|), see [`rel_diff`].
+
+/// |a - b| / max(|a|, |b|), and 0 when both are 0: the relative difference every "rel"
+/// tolerance below is compared with.
+pub fn rel_diff(a: f64, b: f64) -> f64 {
+    let scale = a.abs().max(b.abs());
+    if scale == 0.0 {
+        0.0
+    } else {
+        (a - b).abs() / scale
+    }
+}
 
 /// Φ, Φc, φ against mpmath for |z| ≤ 37: libm's erfc is good to a few ulp and the argument
 /// roundings are corrected (see `normal`); measured worst 3.8e-16 over the committed table.

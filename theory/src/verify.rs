@@ -61,6 +61,11 @@ impl ErratumReport {
             counterexample,
         }
     }
+
+    /// An erratum whose numbers could not be computed: reported as not confirmed.
+    pub fn not_evaluated(id: &str, reference: &str, claim: &str) -> Self {
+        Self::new(id, reference, claim, false, "evaluation failed".into())
+    }
 }
 
 /// Everything `verify` prints.

@@ -19,14 +19,6 @@ fn table(name: &str) -> Vec<Vec<f64>> {
         .collect()
 }
 
-fn rel(a: f64, b: f64) -> f64 {
-    if a == b {
-        0.0
-    } else {
-        (a - b).abs() / a.abs().max(b.abs())
-    }
-}
-
 #[test]
 fn normal_functions_match_mpmath() {
     let rows = table("normal.csv");
@@ -35,7 +27,7 @@ fn normal_functions_match_mpmath() {
     for r in &rows {
         let (z, cdf, sf, pdf, log_cdf) = (r[0], r[1], r[2], r[3], r[4]);
         // ln Φ everywhere.
-        let e = rel(normal::log_cdf(z), log_cdf);
+        let e = tol::rel_diff(normal::log_cdf(z), log_cdf);
         assert!(
             e <= tol::LOG_CDF_REL,
             "log_cdf({z}): {} vs {log_cdf}",
@@ -48,7 +40,7 @@ fn normal_functions_match_mpmath() {
                 ("sf", normal::sf(z), sf),
                 ("pdf", normal::pdf(z), pdf),
             ] {
-                let e = rel(got, want);
+                let e = tol::rel_diff(got, want);
                 assert!(
                     e <= tol::NORMAL_REL,
                     "{name}({z}) = {got:e}, mpmath {want:e}: {e:e}"
@@ -94,7 +86,9 @@ fn model_rows() -> Vec<ModelRow> {
 fn same_argmax(got: Argmax, want: &str) -> bool {
     match (got, want) {
         (Argmax::PlusInfinity, "+inf") | (Argmax::ZeroPlus, "0+") => true,
-        (Argmax::At(w), s) => s.parse::<f64>().is_ok_and(|x| rel(w, x) <= tol::MODEL_REL),
+        (Argmax::At(w), s) => s
+            .parse::<f64>()
+            .is_ok_and(|x| tol::rel_diff(w, x) <= tol::MODEL_REL),
         _ => false,
     }
 }
@@ -112,7 +106,7 @@ fn binary_model_matches_the_mpmath_table() {
         let m = BinaryModel::new(d, eta, sigma, pp, pn).unwrap();
         let ctx = format!("row {i}: d={d} η={eta} σ={sigma} p={pp}/{pn} w={w} ε={eps}");
         let mut expect = |col: usize, got: f64| {
-            let e = rel(got, r.num(col));
+            let e = tol::rel_diff(got, r.num(col));
             worst = worst.max(e);
             assert!(
                 e <= tol::MODEL_REL,

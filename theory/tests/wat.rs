@@ -4,6 +4,7 @@
 mod common;
 
 use classwise_theory::TheoryError;
+use classwise_theory::tol::rel_diff;
 use classwise_theory::wat::counterexample::{
     any_of_k_fails, clopper_pearson_miss_rate, failure_probability, half_abs_rademacher_sum,
     simulate_failure_rate, stated_deviation, stated_failure_probability, union_deviation,
@@ -57,15 +58,6 @@ const G2_ZERO_TOL: f64 = 1e-12;
 /// Simulation/formula agreement: 4 standard errors (false-alarm rate ~6e-5 per comparison).
 const Z_BAND: f64 = 4.0;
 
-fn rel_err(a: f64, b: f64) -> f64 {
-    let scale = a.abs().max(b.abs());
-    if scale == 0.0 {
-        0.0
-    } else {
-        (a - b).abs() / scale
-    }
-}
-
 /// η uniform on (0, 1/2].
 fn eta_strategy() -> impl Strategy<Value = f64> {
     (0.0f64..1.0).prop_map(|u| 0.5 * (1.0 - u))
@@ -87,7 +79,7 @@ proptest! {
         let mut hedge = Hedge::new(n, eta).unwrap();
         let mut w = hedge.weights();
         for wk in &w {
-            prop_assert!(rel_err(*wk, 1.0 / n as f64) <= H1_TOL);
+            prop_assert!(rel_diff(*wk, 1.0 / n as f64) <= H1_TOL);
         }
         for _ in 0..t {
             let l: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
@@ -98,7 +90,7 @@ proptest! {
             for j in [0, n - 1] {
                 for k in 0..n {
                     let expected = w[k] / w[j] * (eta * (l[k] - l[j])).exp();
-                    prop_assert!(rel_err(next[k] / next[j], expected) <= H1_TOL,
+                    prop_assert!(rel_diff(next[k] / next[j], expected) <= H1_TOL,
                         "k={k} j={j}: {} vs {expected}", next[k] / next[j]);
                 }
             }
@@ -157,10 +149,10 @@ proptest! {
             prop_assert!(union > stated);
         }
         let direct = |log: f64| 3.0 * b * (k as f64).sqrt() * log.sqrt() / (2.0 * s as f64).sqrt();
-        prop_assert!(rel_err(stated, direct((2.0 / delta).ln())) <= G1_TOL);
-        prop_assert!(rel_err(union, direct((2.0 * k as f64 / delta).ln())) <= G1_TOL);
+        prop_assert!(rel_diff(stated, direct((2.0 / delta).ln())) <= G1_TOL);
+        prop_assert!(rel_diff(union, direct((2.0 * k as f64 / delta).ln())) <= G1_TOL);
         let rhs = theorem2_rhs(0.25 * b, 0.1, b, k, s, delta, Confidence::UnionBound).unwrap();
-        prop_assert!(rel_err(rhs.rhs, 0.25 * b + 0.2 * b + union) <= G1_TOL);
+        prop_assert!(rel_diff(rhs.rhs, 0.25 * b + 0.2 * b + union) <= G1_TOL);
     }
 
     /// G4: c = 2εWK²d^{1/q}/(γ√|S|) + 3√(K log(2K/δ)/(2|S|)); the K³ term ≥ the K² term;
@@ -194,7 +186,7 @@ proptest! {
             / (gamma * (s as f64).sqrt())
             + 3.0 * (kf * (2.0 * kf / delta).ln() / (2.0 * s as f64)).sqrt();
         let c = theorem3_c(eps, w_bound, k, d, p, gamma, s, delta, Confidence::UnionBound).unwrap();
-        prop_assert!(rel_err(c, expected) <= G4_TOL, "{c} vs {expected}");
+        prop_assert!(rel_diff(c, expected) <= G4_TOL, "{c} vs {expected}");
         let setting = LinearSetting {
             weights: &weights, inputs: &inputs, labels: &labels,
             eps, gamma, w_bound, p, delta,
@@ -213,14 +205,14 @@ fn h5_constant_sequence_breaks_theorem1_without_a() {
     assert!(!r.assumption_a);
     assert_eq!(r.max_min, 1.0);
     assert!(
-        rel_err(r.rhs, 0.975_661_438_858_042_4) <= H5_TOL,
+        rel_diff(r.rhs, 0.975_661_438_858_042_4) <= H5_TOL,
         "{}",
         r.rhs
     );
     assert!(r.max_min > r.rhs);
     // The corrected forms still hold there: (T1a) = RHS/(1-η), (T1b) = RHS + η/8.
-    assert!(rel_err(r.t1a_rhs, 0.975_661_438_858_042_4 / 0.5) <= H5_TOL);
-    assert!(rel_err(r.t1b_rhs, 0.975_661_438_858_042_4 + 0.0625) <= H5_TOL);
+    assert!(rel_diff(r.t1a_rhs, 0.975_661_438_858_042_4 / 0.5) <= H5_TOL);
+    assert!(rel_diff(r.t1b_rhs, 0.975_661_438_858_042_4 + 0.0625) <= H5_TOL);
     assert!(r.t1a_margin >= 0.0 && r.t1b_margin >= 0.0);
 }
 
@@ -228,7 +220,7 @@ fn h5_constant_sequence_breaks_theorem1_without_a() {
 fn h5_lemma1_oscillation() {
     let o = lemma1_oscillation(0.5, 50).unwrap();
     assert!(
-        rel_err(o.hedge_slack, -1.675_188_918_926_472_4) <= H5_TOL,
+        rel_diff(o.hedge_slack, -1.675_188_918_926_472_4) <= H5_TOL,
         "{}",
         o.hedge_slack
     );
@@ -254,17 +246,17 @@ fn h6_w1_example() {
     assert_eq!(r.max_min, 0.5);
     assert_eq!(r.min_max, 1.0);
     assert!(
-        rel_err(r.rhs, 0.678_484_022_978_813_9) <= H6_TOL,
+        rel_diff(r.rhs, 0.678_484_022_978_813_9) <= H6_TOL,
         "{}",
         r.rhs
     );
     assert!(r.max_min <= r.rhs && r.min_max > r.rhs);
     // Proof quantities on the same sequence: T·RHS = Σ_t w^t·L^t + ln 3/η, max_k Σ_t L_k = 5.
     let t_rhs = 10.0 * 0.678_484_022_978_813_9;
-    assert!(rel_err(r.ineq18_margin, t_rhs - 0.5 * 5.0) <= H6_TOL);
-    assert!(rel_err(r.hoeffding_margin, t_rhs + 0.5 * 10.0 / 8.0 - 5.0) <= H6_TOL);
+    assert!(rel_diff(r.ineq18_margin, t_rhs - 0.5 * 5.0) <= H6_TOL);
+    assert!(rel_diff(r.hoeffding_margin, t_rhs + 0.5 * 10.0 / 8.0 - 5.0) <= H6_TOL);
     // (A) fails for L₀ ≡ 0.5: 0.5 - 0.5/(1-η) = -0.5.
-    assert!(rel_err(r.assumption_a_margin, -0.5) <= H6_TOL);
+    assert!(rel_diff(r.assumption_a_margin, -0.5) <= H6_TOL);
 }
 
 #[test]
@@ -346,7 +338,7 @@ fn half_abs_sum_matches_enumeration_and_rademacher() {
         }
         e /= 2f64.powi(m as i32);
         let g = half_abs_rademacher_sum(m);
-        assert!(rel_err(g, e / 2.0) <= 1e-12, "m={m}: {g} vs {}", e / 2.0);
+        assert!(rel_diff(g, e / 2.0) <= 1e-12, "m={m}: {g} vs {}", e / 2.0);
     }
     // g(m)/n is the exact Rademacher complexity of {0, h} with h = 1 on m of n samples.
     let n = 10;
@@ -358,7 +350,7 @@ fn half_abs_sum_matches_enumeration_and_rademacher() {
     }
     // Large m stays finite and grows like √(m/(2π)).
     let g500 = half_abs_rademacher_sum(500);
-    assert!(rel_err(g500, (500.0 / (2.0 * std::f64::consts::PI)).sqrt()) < 1e-3);
+    assert!(rel_diff(g500, (500.0 / (2.0 * std::f64::consts::PI)).sqrt()) < 1e-3);
 }
 
 #[test]
@@ -431,7 +423,7 @@ fn g1_single_class_terms_coincide() {
         let stated = theorem2_deviation(2.0, 1, 7, delta, Confidence::Stated).unwrap();
         let union = theorem2_deviation(2.0, 1, 7, delta, Confidence::UnionBound).unwrap();
         assert_eq!(stated, union);
-        assert!(rel_err(stated, 6.0 * ((2.0 / delta).ln() / 14.0).sqrt()) <= G1_TOL);
+        assert!(rel_diff(stated, 6.0 * ((2.0 / delta).ln() / 14.0).sqrt()) <= G1_TOL);
     }
 }
 

@@ -10,6 +10,12 @@ use tch::{Device, Kind, Tensor};
 
 use crate::error::Result;
 
+/// Largest acceptable [`GradCheck::max_rel_error`]. Central differences with h = 1e-5 in f64:
+/// truncation O(h²) ≈ 1e-10, rounding ≈ 1e-16/h ≈ 1e-11, relative to gradients of order
+/// 1e-2..1e-1. 1e-6 leaves a wide margin while any wrong backward (a missing term, a sign) is
+/// off by O(1).
+pub const GRAD_REL_TOL: f64 = 1e-6;
+
 /// Outcome of [`conv_net_gradcheck`].
 #[derive(Clone, Debug, Serialize)]
 pub struct GradCheck {

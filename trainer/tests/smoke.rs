@@ -1,13 +1,8 @@
 //! libtorch smoke test: a real forward and backward pass through a small conv net on the CPU,
 //! with the input gradient checked against finite differences.
 
-use classwise_trainer::gradcheck::{conv_net_gradcheck, rel_error};
+use classwise_trainer::gradcheck::{GRAD_REL_TOL, conv_net_gradcheck, rel_error};
 use tch::Device;
-
-/// Central differences with h = 1e-5 in f64: truncation O(h²) ≈ 1e-10, rounding ≈ 1e-16/h ≈
-/// 1e-11, relative to gradients of order 1e-2..1e-1. 1e-6 leaves a wide margin while any wrong
-/// backward (a missing term, a sign) is off by O(1).
-const GRAD_REL_TOL: f64 = 1e-6;
 
 #[test]
 fn conv_net_input_gradient_matches_finite_differences_on_cpu() {

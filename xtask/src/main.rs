@@ -3,7 +3,7 @@
 //! - `setup`: libtorch 2.13.0 for tch (the user's, checked, or a CPU one assembled from PyPI
 //!   wheels into the cache) and Fashion-MNIST (from Debian's package, without root).
 //! - `test`: the README's test command (format, libtorch-free crates without libtorch, set-up,
-//!   the whole workspace's tests, clippy).
+//!   the whole workspace's tests, clippy, then the main job below).
 //! - `demo`: the README's main command (set-up, then `classwise demo`).
 
 mod data;
@@ -13,7 +13,7 @@ mod manifest;
 mod paths;
 mod wheel;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -35,7 +35,8 @@ struct Cli {
 enum Cmd {
     /// Make libtorch 2.13.0 and Fashion-MNIST available (idempotent; seconds when done before).
     Setup(SetupArgs),
-    /// Run every check CI runs: fmt, libtorch-free tests, set-up, workspace tests, clippy.
+    /// Run every check CI runs: fmt, libtorch-free tests, set-up, workspace tests, clippy, and
+    /// finally the main job (`cargo xtask demo`).
     Test(SetupArgs),
     /// Set up, then run `classwise demo` (release build); outputs land in `out/demo/`.
     Demo {
@@ -80,7 +81,7 @@ struct SetupArgs {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Setup(args) => setup(&args).map(|_| ()),
+        Cmd::Setup(args) => setup(&args),
         Cmd::Test(args) => test(&args),
         Cmd::Demo { setup: args, out } => demo(&args, &out),
     };
@@ -90,13 +91,7 @@ fn main() {
     }
 }
 
-/// What set-up found or made.
-struct SetupReport {
-    libtorch: PathBuf,
-    fashion_mnist: Option<PathBuf>,
-}
-
-fn setup(args: &SetupArgs) -> anyhow::Result<SetupReport> {
+fn setup(args: &SetupArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let cache = args
         .cache_dir
@@ -171,21 +166,15 @@ fn setup(args: &SetupArgs) -> anyhow::Result<SetupReport> {
     };
     libtorch::replace_symlink(&libtorch, &link)?;
     eprintln!("  {} -> {}", link.display(), libtorch.display());
-    let fashion_mnist = if args.no_data {
-        None
-    } else {
+    if !args.no_data {
         let dir = data::setup_fashion_mnist(&cache, &args.system_data_dir)?;
         eprintln!("  Fashion-MNIST: {}", dir.display());
-        Some(dir)
-    };
+    }
     eprintln!(
         "classwise setup: done in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    Ok(SetupReport {
-        libtorch,
-        fashion_mnist,
-    })
+    Ok(())
 }
 
 /// Runs a command in the workspace root, echoing it; fails on a non-zero exit.
@@ -234,7 +223,13 @@ fn test(args: &SetupArgs) -> anyhow::Result<()> {
     )?;
     eprintln!("\n==> set-up");
     setup(args)?;
-    run("workspace tests", cargo().args(["test", "--workspace"]))?;
+    // The rest of the workspace; the libtorch-free packages were tested in step 2.
+    let mut rest = cargo();
+    rest.args(["test", "--workspace"]);
+    for p in PURE {
+        rest.args(["--exclude", p]);
+    }
+    run("tests of the libtorch packages", &mut rest)?;
     run(
         "clippy",
         cargo().args([
@@ -246,6 +241,8 @@ fn test(args: &SetupArgs) -> anyhow::Result<()> {
             "warnings",
         ]),
     )?;
+    // The README's main command, so that a green CI proves both README commands.
+    run_demo(&paths::repo_root().join("out").join("demo"))?;
     eprintln!(
         "\nall checks passed in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -277,23 +274,21 @@ fn check_no_torch(package: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn demo(args: &SetupArgs, out: &std::path::Path) -> anyhow::Result<()> {
-    let report = setup(args)?;
-    let mut cmd = cargo();
-    cmd.args([
-        "run",
-        "--release",
-        "--quiet",
-        "-p",
-        "classwise",
-        "--",
-        "demo",
-        "--out",
-    ])
-    .arg(out);
-    eprintln!("  (libtorch {})", report.libtorch.display());
-    if let Some(dir) = &report.fashion_mnist {
-        eprintln!("  (Fashion-MNIST {})", dir.display());
-    }
-    run("classwise demo", &mut cmd)
+fn demo(args: &SetupArgs, out: &Path) -> anyhow::Result<()> {
+    setup(args)?;
+    run_demo(out)
+}
+
+/// The README's main command after set-up: `classwise demo` from a release build. A relative
+/// `out` is taken from the directory `cargo xtask` was started in.
+fn run_demo(out: &Path) -> anyhow::Result<()> {
+    let out = std::env::current_dir()
+        .context("cannot read the current directory")?
+        .join(out);
+    run(
+        "main job (`cargo xtask demo`)",
+        cargo()
+            .args(["run", "--release", "-p", "classwise", "--", "demo", "--out"])
+            .arg(out),
+    )
 }

@@ -19,6 +19,7 @@ use super::rademacher::dual_exponent;
 use super::sequences::{SequenceKind, generate};
 use crate::tol::{
     G1_TOL, G2_EXACT_TOL, G2_TABLE_TOL, G2_Z, G4_TOL, H1_TOL, H2_TOL, H5_TOL, H6_TOL, H34_TOL,
+    rel_diff,
 };
 use crate::verify::{CheckReport, ErratumReport, Tally, rng_for};
 
@@ -32,15 +33,6 @@ pub const H5_OSCILLATION_SLACK: f64 = -1.675_188_918_926_472_4;
 pub const G2_K: f64 = 10_566_370.0;
 /// P(stated bound fails) there.
 pub const G2_P: f64 = 0.90366;
-
-fn rel_err(a: f64, b: f64) -> f64 {
-    let scale = a.abs().max(b.abs());
-    if scale == 0.0 {
-        0.0
-    } else {
-        (a - b).abs() / scale
-    }
-}
 
 /// η uniform on (0, 1/2].
 fn draw_eta(rng: &mut ChaCha8Rng) -> f64 {
@@ -84,7 +76,7 @@ fn h1(cases: usize, seed: u64) -> CheckReport {
         let mut ok = true;
         let mut w = hedge.weights();
         let uniform = 1.0 / n as f64;
-        worst = w.iter().fold(worst, |m, &wk| m.max(rel_err(wk, uniform)));
+        worst = w.iter().fold(worst, |m, &wk| m.max(rel_diff(wk, uniform)));
         for _ in 0..t {
             let l: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
             if hedge.update(&l).is_err() {
@@ -97,7 +89,7 @@ fn h1(cases: usize, seed: u64) -> CheckReport {
             for j in [0, n - 1] {
                 for k in 0..n {
                     let expected = w[k] / w[j] * (eta * (l[k] - l[j])).exp();
-                    worst = worst.max(rel_err(next[k] / next[j], expected));
+                    worst = worst.max(rel_diff(next[k] / next[j], expected));
                 }
             }
             w = next;
@@ -175,7 +167,7 @@ fn h5() -> CheckReport {
         Ok(r) => {
             tally.record(!r.assumption_a, -r.assumption_a_margin);
             tally.record_margin(r.max_min - r.rhs);
-            let e = rel_err(r.rhs, H5_CONSTANT_RHS);
+            let e = rel_diff(r.rhs, H5_CONSTANT_RHS);
             tally.record(e <= H5_TOL, H5_TOL - e);
         }
         Err(_) => tally.record(false, f64::NEG_INFINITY),
@@ -183,7 +175,7 @@ fn h5() -> CheckReport {
     match lemma1_oscillation(0.5, 50) {
         Ok(o) => {
             tally.record_margin(-o.hedge_slack);
-            let e = rel_err(o.hedge_slack, H5_OSCILLATION_SLACK);
+            let e = rel_diff(o.hedge_slack, H5_OSCILLATION_SLACK);
             tally.record(e <= H5_TOL, H5_TOL - e);
             tally.record(o.linear_slack > 0.0, o.linear_slack);
         }
@@ -200,9 +192,9 @@ fn h6() -> CheckReport {
     );
     match Theorem1Report::evaluate(&w1_sequence(), 0.5) {
         Ok(r) => {
-            let e = rel_err(r.max_min, 0.5).max(rel_err(r.min_max, 1.0));
+            let e = rel_diff(r.max_min, 0.5).max(rel_diff(r.min_max, 1.0));
             tally.record(r.max_min == 0.5 && r.min_max == 1.0, H6_TOL - e);
-            let e = rel_err(r.rhs, W1_RHS);
+            let e = rel_diff(r.rhs, W1_RHS);
             tally.record(e <= H6_TOL, H6_TOL - e);
         }
         Err(_) => tally.record(false, f64::NEG_INFINITY),
@@ -234,8 +226,8 @@ fn g1(cases: usize, seed: u64) -> CheckReport {
         };
         // Independent evaluation order: 3B·√K·√log / √(2|S|).
         let direct = |log: f64| 3.0 * b * (k as f64).sqrt() * log.sqrt() / (2.0 * s as f64).sqrt();
-        let e_stated = rel_err(stated, direct((2.0 / delta).ln()));
-        let e_union = rel_err(union, direct((2.0 * k as f64 / delta).ln()));
+        let e_stated = rel_diff(stated, direct((2.0 / delta).ln()));
+        let e_union = rel_diff(union, direct((2.0 * k as f64 / delta).ln()));
         let order_ok = if k == 1 {
             union == stated
         } else {
@@ -405,7 +397,7 @@ fn g4(cases: usize, seed: u64) -> CheckReport {
             if gap > 1e-9 {
                 ok &= e == (bf <= gamma);
             }
-            let e_margin = rel_err(bf, cf);
+            let e_margin = rel_diff(bf, cf);
             margin = margin.min(1e-9 - e_margin);
         }
         // c closed form against an independent evaluation.
@@ -427,7 +419,7 @@ fn g4(cases: usize, seed: u64) -> CheckReport {
             Confidence::UnionBound,
         ) {
             Ok(c) => {
-                let e = rel_err(c, expected_c);
+                let e = rel_diff(c, expected_c);
                 ok &= e <= G4_TOL;
                 margin = margin.min(G4_TOL - e);
             }
@@ -464,7 +456,7 @@ fn w1() -> ErratumReport {
             "W1",
             "WAT Theorem 1, Algorithm 1",
             claim,
-            r.max_min <= r.rhs && r.min_max > r.rhs && rel_err(r.rhs, W1_RHS) <= H6_TOL,
+            r.max_min <= r.rhs && r.min_max > r.rhs && rel_diff(r.rhs, W1_RHS) <= H6_TOL,
             format!(
                 "K=2, T=10, eta=0.5, L0=0.5, (L1,L2) alternating (0,1)/(1,0): max_k min_t = {}, \
                  RHS = {:.16}, but min_t max_k = {} > RHS",
@@ -516,13 +508,7 @@ fn w2() -> ErratumReport {
                 r.rhs
             ),
         ),
-        _ => ErratumReport::new(
-            "W2",
-            "WAT Algorithm 1",
-            claim,
-            false,
-            "evaluation failed".into(),
-        ),
+        _ => ErratumReport::not_evaluated("W2", "WAT Algorithm 1", claim),
     }
 }
 
@@ -543,22 +529,10 @@ fn w3() -> ErratumReport {
     let a_half = Theorem1Report::evaluate(&losses, 0.5).map(|r| r.assumption_a);
     let eta_star = super::no_regret::t1b_optimal_eta(2, 40);
     let (Ok(a_small), Ok(a_half), Ok(eta_star)) = (a_small, a_half, eta_star) else {
-        return ErratumReport::new(
-            "W3",
-            "WAT Theorem 1",
-            claim,
-            false,
-            "evaluation failed".into(),
-        );
+        return ErratumReport::not_evaluated("W3", "WAT Theorem 1", claim);
     };
     let (Ok(b_star), Ok(b_half)) = (t1b_rhs(&losses, eta_star), t1b_rhs(&losses, 0.5)) else {
-        return ErratumReport::new(
-            "W3",
-            "WAT Theorem 1",
-            claim,
-            false,
-            "evaluation failed".into(),
-        );
+        return ErratumReport::not_evaluated("W3", "WAT Theorem 1", claim);
     };
     ErratumReport::new(
         "W3",
@@ -590,13 +564,7 @@ fn w4() -> ErratumReport {
                  {p:.8} > delta; with log(2K/delta): {u:e}"
             ),
         ),
-        _ => ErratumReport::new(
-            "W4",
-            "WAT Theorem 2",
-            claim,
-            false,
-            "evaluation failed".into(),
-        ),
+        _ => ErratumReport::not_evaluated("W4", "WAT Theorem 2", claim),
     }
 }
 
@@ -605,13 +573,7 @@ fn w5() -> ErratumReport {
     let q = clopper_pearson_miss_rate(50, 0.3, 0.05);
     let c = |conf| theorem3_c(0.0, 1.0, 10, 1, 2.0, 1.0, 50_000, 0.05, conf);
     let (Ok(q), Ok(cs), Ok(cu)) = (q, c(Confidence::Stated), c(Confidence::UnionBound)) else {
-        return ErratumReport::new(
-            "W5",
-            "WAT Theorem 3",
-            claim,
-            false,
-            "evaluation failed".into(),
-        );
+        return ErratumReport::not_evaluated("W5", "WAT Theorem 3", claim);
     };
     let fails: Vec<f64> = [2.0, 10.0, 100.0]
         .iter()

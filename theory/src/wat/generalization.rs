@@ -119,31 +119,38 @@ fn validate_weights(weights: &[Vec<f64>]) -> Result<(usize, usize)> {
         return Err(TheoryError::Empty { what: "weight row" });
     }
     for row in weights {
-        if row.len() != d {
-            return Err(TheoryError::LengthMismatch {
-                what: "weight row",
-                expected: d,
-                got: row.len(),
-            });
-        }
-        for &v in row {
-            require("weight", v, v.is_finite(), "a finite weight")?;
-        }
+        finite_vector(row, d, "weight row", "weight")?;
     }
     Ok((weights.len(), d))
 }
 
-fn validate_point(x: &[f64], d: usize, y: usize, k: usize, eps: f64) -> Result<()> {
+/// An ℓ∞ budget ε: finite and ≥ 0.
+fn check_epsilon(eps: f64) -> Result<f64> {
+    require(
+        "epsilon",
+        eps,
+        eps >= 0.0 && eps.is_finite(),
+        "a finite epsilon >= 0",
+    )
+}
+
+/// `x` has length `d` and finite entries.
+fn finite_vector(x: &[f64], d: usize, what: &'static str, entry: &'static str) -> Result<()> {
     if x.len() != d {
         return Err(TheoryError::LengthMismatch {
-            what: "input x",
+            what,
             expected: d,
             got: x.len(),
         });
     }
     for &v in x {
-        require("input entry", v, v.is_finite(), "a finite number")?;
+        require(entry, v, v.is_finite(), "a finite number")?;
     }
+    Ok(())
+}
+
+fn validate_point(x: &[f64], d: usize, y: usize, k: usize, eps: f64) -> Result<()> {
+    finite_vector(x, d, "input x", "input entry")?;
     if y >= k {
         return Err(TheoryError::LengthMismatch {
             what: "label (must be < K)",
@@ -151,12 +158,7 @@ fn validate_point(x: &[f64], d: usize, y: usize, k: usize, eps: f64) -> Result<(
             got: y,
         });
     }
-    require(
-        "epsilon",
-        eps,
-        eps >= 0.0 && eps.is_finite(),
-        "a finite epsilon >= 0",
-    )?;
+    check_epsilon(eps)?;
     Ok(())
 }
 
@@ -262,12 +264,7 @@ pub fn theorem3_c(
     delta: f64,
     confidence: Confidence,
 ) -> Result<f64> {
-    require(
-        "epsilon",
-        eps,
-        eps >= 0.0 && eps.is_finite(),
-        "a finite epsilon >= 0",
-    )?;
+    check_epsilon(eps)?;
     require(
         "W",
         w_bound,
