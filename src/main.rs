@@ -3,6 +3,7 @@
 mod demo;
 mod doctor;
 mod theory;
+mod toy;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +35,12 @@ enum Command {
     Theory {
         #[command(subcommand)]
         command: theory::TheoryCommand,
+    },
+    /// Monte Carlo simulation of the binary model, toy adversarial training, multi-class toys
+    /// with the class-wise fairness rules (no libtorch involved).
+    Toy {
+        #[command(subcommand)]
+        command: toy::ToyCommand,
     },
     /// The project's end-to-end showcase: doctor and the libtorch gradient self-check, with
     /// every output written to one folder.
@@ -67,6 +74,7 @@ fn main() -> ExitCode {
         Command::Doctor { data, json } => doctor::run(&data.roots(), json),
         Command::Demo { data, out } => demo::run(&data.roots(), &out),
         Command::Theory { command } => theory::run(command),
+        Command::Toy { command } => toy::run(command),
     };
     match result {
         Ok(code) => code,

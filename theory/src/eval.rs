@@ -18,7 +18,7 @@ pub struct Params {
 }
 
 /// A value per class.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct PerClass<T> {
     pub pos: T,
     pub neg: T,
@@ -34,7 +34,7 @@ impl<T> PerClass<T> {
 }
 
 /// An argmax as JSON: a number, or "+inf" / "0+" / "constant" when not attained.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ArgmaxJson(pub Argmax);
 
 impl Serialize for ArgmaxJson {

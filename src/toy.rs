@@ -1,0 +1,438 @@
+//! `classwise toy`: Monte Carlo simulation of the binary model and the multi-class toys.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use classwise_theory::model::{Adversary, BinaryModel, Class};
+use classwise_toy::binary::{Estimate, Sampler, fit_report, simulate};
+
+/// σ of CFA Figure 1 (σ² = 0.6).
+const FIGURE1_SIGMA: f64 = 0.774_596_669_241_483_4;
+
+#[derive(Subcommand)]
+pub enum ToyCommand {
+    /// Empirical clean and robust accuracies of f_w (N samples per class, exact worst-case
+    /// ℓ∞ perturbation) with standard errors, next to the closed forms and the z-scores.
+    Simulate {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// The classifier's w > 0 (f_w(x) = sign(x₁ + (x₂+…+x_{d+1})/w)).
+        #[arg(long)]
+        w: f64,
+        /// Attack budget ε (as in `theory eval`).
+        #[arg(long, allow_negative_numbers = true)]
+        eps: f64,
+        #[command(flatten)]
+        mc: McArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Toy adversarial training: the empirical ŵ_ε (exact maximiser of the empirical robust
+    /// accuracy, and a logistic-loss gradient fit of (w₁, w₂)) for each ε, and the empirical
+    /// w*_y, next to the closed forms (CFA Theorems 2 and 3).
+    Fit {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Training budgets, comma-separated (e.g. 0,0.1,0.2,0.3).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            required = true,
+            allow_negative_numbers = true
+        )]
+        eps: Vec<f64>,
+        /// Threat model of the training perturbation.
+        #[arg(long, value_enum, default_value_t = AdversaryArg::Paper)]
+        adversary: AdversaryArg,
+        #[command(flatten)]
+        mc: McArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The 100-points-per-class sample of CFA Figure 1(a) (or any model) as CSV: y,x1,...
+    Scatter {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Points per class.
+        #[arg(long, default_value_t = 100)]
+        samples: usize,
+        /// Seed (ChaCha8, one stream per class and chunk).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Output file (written atomically); stdout when absent.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Train a linear softmax model on K Gaussian classes of different difficulty with one
+    /// method and report the class-wise history and final table.
+    Multiclass(MulticlassArgs),
+    /// Samples per second of the Monte Carlo simulator, with 1 thread and with all threads.
+    Bench {
+        /// Number of non-robust features.
+        #[arg(long, default_value_t = 10)]
+        d: u32,
+        /// Samples per class per measurement.
+        #[arg(long, default_value_t = 1_000_000)]
+        samples: usize,
+    },
+}
+
+#[derive(Args)]
+pub struct MulticlassArgs {
+    /// natural | at | trades | fat | cfa (= cfa-trades) | cfa-at | cfa-trades | cfa-fat | wat | frl
+    #[arg(long, default_value = "at")]
+    method: String,
+    /// Start from this run configuration (JSON, the `config` object of a report) instead of the
+    /// method's preset; --method is then ignored.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Toy data preset (default | equal | small).
+    #[arg(long)]
+    data: Option<String>,
+    /// Seed of the data, the initialisation and the shuffles.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Number of epochs.
+    #[arg(long)]
+    epochs: Option<usize>,
+    /// Write the full JSON report to this file (atomically).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the full JSON report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The binary model's parameters; the defaults are CFA Figure 1.
+#[derive(Args)]
+pub struct ModelArgs {
+    /// Number of non-robust features.
+    #[arg(long, default_value_t = 1)]
+    d: u32,
+    /// Mean shift η of the non-robust features.
+    #[arg(long, default_value_t = 0.4, allow_negative_numbers = true)]
+    eta: f64,
+    /// Standard deviation σ of the non-robust features [default: √0.6, Figure 1].
+    #[arg(long, default_value_t = FIGURE1_SIGMA)]
+    sigma: f64,
+    /// p₊₁ = P(x₁ = +1 | y = +1).
+    #[arg(long, default_value_t = 0.85)]
+    p_pos: f64,
+    /// p₋₁ = P(x₁ = -1 | y = -1).
+    #[arg(long, default_value_t = 0.7)]
+    p_neg: f64,
+}
+
+impl ModelArgs {
+    fn model(&self) -> anyhow::Result<BinaryModel> {
+        Ok(BinaryModel::new(
+            self.d, self.eta, self.sigma, self.p_pos, self.p_neg,
+        )?)
+    }
+}
+
+#[derive(Args)]
+pub struct McArgs {
+    /// Samples per class.
+    #[arg(long, default_value_t = 1_000_000)]
+    samples: usize,
+    /// Seed (ChaCha8, one stream per class and chunk; the same for any thread count).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum AdversaryArg {
+    /// x₁ pinned (CFA App. B.1).
+    Paper,
+    /// Every coordinate moves (CFA definition (4)).
+    Full,
+}
+
+impl From<AdversaryArg> for Adversary {
+    fn from(a: AdversaryArg) -> Self {
+        match a {
+            AdversaryArg::Paper => Adversary::Paper,
+            AdversaryArg::Full => Adversary::Full,
+        }
+    }
+}
+
+pub fn run(cmd: ToyCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ToyCommand::Simulate {
+            model,
+            w,
+            eps,
+            mc,
+            json,
+        } => {
+            let s = simulate(model.model()?, w, eps, mc.samples, mc.seed)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                print!("{}", simulation_table(&s));
+            }
+        }
+        ToyCommand::Fit {
+            model,
+            eps,
+            adversary,
+            mc,
+            json,
+        } => {
+            let r = fit_report(model.model()?, &eps, adversary.into(), mc.samples, mc.seed)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", fit_table(&r));
+            }
+        }
+        ToyCommand::Scatter {
+            model,
+            samples,
+            seed,
+            out,
+        } => {
+            let csv = scatter_csv(model.model()?, samples, seed)?;
+            match out {
+                Some(path) => classwise_trainer::io::write_atomic(&path, csv.as_bytes())
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => print!("{csv}"),
+            }
+        }
+        ToyCommand::Multiclass(args) => multiclass(&args)?,
+        ToyCommand::Bench { d, samples } => bench(d, samples)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn simulation_table(s: &classwise_toy::binary::Simulation) -> String {
+    let mut out = format!(
+        "{} samples per class, w = {}, eps = {}, seed {}\n{:<14} {:>5} {:>10} {:>9} {:>11} {:>7}\n",
+        s.samples_per_class,
+        s.w,
+        s.eps,
+        s.seed,
+        "accuracy",
+        "class",
+        "estimate",
+        "s.e.",
+        "closed form",
+        "z"
+    );
+    let rows = [
+        (
+            "clean",
+            &s.estimates.clean,
+            &s.closed_form.clean,
+            &s.z.clean,
+        ),
+        (
+            "robust paper",
+            &s.estimates.robust_paper,
+            &s.closed_form.robust_paper,
+            &s.z.robust_paper,
+        ),
+        (
+            "robust full",
+            &s.estimates.robust_full,
+            &s.closed_form.robust_full,
+            &s.z.robust_full,
+        ),
+    ];
+    for (name, e, c, z) in rows {
+        let per: [(&str, &Estimate, f64, f64); 2] =
+            [("+1", &e.pos, c.pos, z.pos), ("-1", &e.neg, c.neg, z.neg)];
+        for (class, e, c, z) in per {
+            let _ = writeln!(
+                out,
+                "{name:<14} {class:>5} {:>10.6} {:>9.2e} {c:>11.6} {z:>7.2}",
+                e.mean, e.se
+            );
+        }
+    }
+    out
+}
+
+fn fit_table(r: &classwise_toy::binary::FitReport) -> String {
+    let mut out = format!(
+        "{} samples per class, {:?} adversary, seed {}\n{:>8} {:>14} {:>14} {:>14}\n",
+        r.samples_per_class,
+        r.adversary,
+        r.seed,
+        "eps",
+        "w-hat (exact)",
+        "w (logistic)",
+        "closed form"
+    );
+    for p in &r.points {
+        let cf = p.closed_form.map_or("n/a".to_string(), |c| c.0.label());
+        let _ = writeln!(
+            out,
+            "{:>8} {:>14} {:>14} {:>14}",
+            p.eps,
+            short(p.empirical.argmax.0),
+            short(p.surrogate.w.0),
+            cf
+        );
+    }
+    let _ = writeln!(
+        out,
+        "empirical w-hat non-decreasing in eps (Theorem 2): {}",
+        r.empirical_monotone
+    );
+    for (c, e, cf) in [
+        (
+            Class::Pos,
+            &r.w_star_empirical.pos,
+            r.w_star_closed_form.pos,
+        ),
+        (
+            Class::Neg,
+            &r.w_star_empirical.neg,
+            r.w_star_closed_form.neg,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "w*_{:?}: empirical {} (clean accuracy {:.4}), closed form {}",
+            c,
+            short(e.argmax.0),
+            e.accuracy,
+            cf.0.label()
+        );
+    }
+    out
+}
+
+fn short(a: classwise_theory::model::Argmax) -> String {
+    a.value().map_or(a.label(), |v| format!("{v:.5}"))
+}
+
+/// CSV with header `y,x1,...,x{d+1}`, positive class first.
+fn scatter_csv(model: BinaryModel, n: usize, seed: u64) -> anyhow::Result<String> {
+    anyhow::ensure!(n >= 1, "--samples must be >= 1, got {n}");
+    let sampler = Sampler::new(model);
+    let dim = model.d() as usize + 1;
+    let mut out = String::from("y");
+    for j in 1..=dim {
+        let _ = write!(out, ",x{j}");
+    }
+    out.push('\n');
+    for (y, label) in [(Class::Pos, "1"), (Class::Neg, "-1")] {
+        for row in sampler.sample(y, n, seed).rows() {
+            out.push_str(label);
+            for v in row {
+                let _ = write!(out, ",{v:?}");
+            }
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+fn bench(d: u32, samples: usize) -> anyhow::Result<()> {
+    let model = BinaryModel::new(d, 0.4, 1.0, 0.85, 0.7)?;
+    let threads = rayon::current_num_threads();
+    println!("toy simulate: d = {d}, {samples} samples per class (2 classes), clean + 2 attacks");
+    for t in [1, threads] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
+        let start = Instant::now();
+        pool.install(|| simulate(model, 1.0, 0.1, samples, 0))?;
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "threads {t}: {secs:.3} s, {:.3e} samples/s, {:.3e} coordinates/s",
+            2.0 * samples as f64 / secs,
+            2.0 * samples as f64 * f64::from(d + 1) / secs
+        );
+        if threads == 1 {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
+    use classwise_toy::multiclass::{RunConfig, ToyData, run};
+    let mut config = match &a.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_str::<RunConfig>(&text)
+                .with_context(|| format!("{}: not a toy run configuration", path.display()))?
+        }
+        None => RunConfig::preset_named(&a.method).map_err(|e| anyhow::anyhow!("--method: {e}"))?,
+    };
+    if let Some(name) = &a.data {
+        config.data = ToyData::preset(name).with_context(|| {
+            format!(
+                "--data {name}: unknown preset (expected one of {:?})",
+                classwise_toy::multiclass::DATA_PRESETS
+            )
+        })?;
+    }
+    if let Some(seed) = a.seed {
+        config.seed = seed;
+    }
+    if let Some(epochs) = a.epochs {
+        config.epochs = epochs;
+    }
+    let report = run(&config)?;
+    let json = serde_json::to_string_pretty(&report)?;
+    if let Some(path) = &a.out {
+        classwise_trainer::io::write_atomic(path, json.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if a.json {
+        println!("{json}");
+        return Ok(());
+    }
+    println!("{} on the toy, seed {}", report.label, config.seed);
+    println!(
+        "{:>5} {:>9} {:>9} {:>10}  eps_k",
+        "epoch", "rob avg", "rob worst", "val worst"
+    );
+    for r in &report.history {
+        let n = r.test_robust.len() as f64;
+        let avg = r.test_robust.iter().sum::<f64>() / n;
+        let worst = r.test_robust.iter().copied().fold(f64::INFINITY, f64::min);
+        let eps: Vec<String> = r.plan.epsilon.iter().map(|e| format!("{e:.3}")).collect();
+        println!(
+            "{:>5} {avg:>9.4} {worst:>9.4} {:>10.4}  {}",
+            r.epoch,
+            r.val_worst_robust,
+            eps.join(" ")
+        );
+    }
+    let mut models = vec![("final", &report.final_model)];
+    if let Some(m) = &report.fawa {
+        models.push(("FAWA", m));
+    }
+    models.push(("WAT-selected", &report.selected.model));
+    for (name, m) in models {
+        println!(
+            "{name:<13} clean avg {:.4} worst {:.4} | robust avg {:.4} worst {:.4} CV {:.5} MCD {:.4}",
+            m.clean_avg(),
+            m.clean_worst(),
+            m.robust_avg(),
+            m.robust_worst(),
+            m.robust.cv_fraction2,
+            m.robust.mcd
+        );
+        let per: Vec<String> = m
+            .robust
+            .per_class
+            .iter()
+            .map(|v| format!("{v:.3}"))
+            .collect();
+        println!("{:<13} robust per class: {}", "", per.join(" "));
+    }
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! The crate's error type.
+
+use classwise_theory::TheoryError;
+
+/// Invalid input to a simulation. Each variant names the offending parameter and what was
+/// expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToyError {
+    #[error("parameter `{name}` = {value}: expected {expected}")]
+    InvalidParameter {
+        name: &'static str,
+        value: f64,
+        expected: &'static str,
+    },
+
+    #[error("`{what}` has length {got}, expected {expected}")]
+    LengthMismatch {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
+
+    #[error(transparent)]
+    Theory(#[from] TheoryError),
+}
+
+pub type Result<T, E = ToyError> = std::result::Result<T, E>;
+
+/// Checks `value` against a predicate, naming the parameter on failure (NaN always fails).
+pub(crate) fn require(
+    name: &'static str,
+    value: f64,
+    ok: bool,
+    expected: &'static str,
+) -> Result<f64> {
+    if ok && !value.is_nan() {
+        Ok(value)
+    } else {
+        Err(ToyError::InvalidParameter {
+            name,
+            value,
+            expected,
+        })
+    }
+}
+
+/// Checks that a count is at least `min`.
+pub(crate) fn require_count(name: &'static str, value: usize, min: usize) -> Result<usize> {
+    if value >= min {
+        Ok(value)
+    } else {
+        Err(ToyError::InvalidParameter {
+            name,
+            value: value as f64,
+            expected: if min == 1 { ">= 1" } else { ">= 2" },
+        })
+    }
+}

@@ -1,0 +1,146 @@
+//! Base training losses (spec §2) with class-wise weights: the single place where the per-sample
+//! loss and its gradient are defined, so every class-wise rule composes with every base.
+//!
+//! With class weights u_y (`natural_weight`) and v_y (`boundary_weight`) from an
+//! [`EpochPlan`](super::rule::EpochPlan), the per-sample loss is
+//!
+//! * `Natural`: u_y·CE(f(x), y);
+//! * `PgdAt` and `Fat`: u_y·CE(f(x'), y) with x' from CE-PGD (resp. early-stopped PGD);
+//! * `Trades`: u_y·CE(f(x), y) + v_y·KL(p(x) ‖ p(x')) with x' from KL-PGD. CFA eq. (8) is the
+//!   case u_y = 1/(1 + β_y), v_y = β_y/(1 + β_y).
+//!
+//! The batch loss is the mean of the per-sample losses.
+
+use rand::rngs::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::attack::{AttackLoss, PgdConfig, fat_pgd, pgd};
+use super::model::{Linear, cross_entropy, kl_divergence};
+use crate::error::{Result, require, require_count};
+
+/// The base adversarial-training method.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Base {
+    /// Standard training on clean inputs.
+    Natural,
+    /// Madry PGD-AT: CE on CE-PGD examples (spec §1.3).
+    PgdAt,
+    /// TRADES with trade-off β (spec §2; β = 6 in CFA and WAT).
+    Trades { beta: f64 },
+    /// Friendly AT: CE on early-stopped PGD examples with budget τ (spec §2; τ = 3 in CFA).
+    Fat { tau: usize },
+}
+
+impl Base {
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            Base::Trades { beta } => {
+                require(
+                    "base.beta",
+                    beta,
+                    beta.is_finite() && beta >= 0.0,
+                    "finite and >= 0",
+                )?;
+            }
+            Base::Fat { tau } => {
+                require_count("base.tau", tau, 1)?;
+            }
+            Base::Natural | Base::PgdAt => {}
+        }
+        Ok(())
+    }
+
+    /// The TRADES β, if the base is TRADES.
+    pub fn trades_beta(&self) -> Option<f64> {
+        match *self {
+            Base::Trades { beta } => Some(beta),
+            _ => None,
+        }
+    }
+
+    /// Short name (`natural`, `at`, `trades`, `fat`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Base::Natural => "natural",
+            Base::PgdAt => "at",
+            Base::Trades { .. } => "trades",
+            Base::Fat { .. } => "fat",
+        }
+    }
+
+    /// The training input the loss is evaluated on besides x: x' for the adversarial bases
+    /// (per-sample budget `epsilon`, spec §3.4), x itself for `Natural`.
+    pub fn training_input(
+        &self,
+        model: &Linear,
+        x: &[f64],
+        y: usize,
+        epsilon: f64,
+        attack: &PgdConfig,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Vec<f64>> {
+        match *self {
+            Base::Natural => Ok(x.to_vec()),
+            Base::PgdAt => pgd(model, x, y, epsilon, attack, AttackLoss::CrossEntropy, rng),
+            Base::Trades { .. } => pgd(model, x, y, epsilon, attack, AttackLoss::TradesKl, rng),
+            Base::Fat { tau } => fat_pgd(model, x, y, epsilon, attack, tau, rng),
+        }
+    }
+
+    /// The weighted per-sample loss at clean logits `z` and adversarial logits `z_adv`, with
+    /// its gradients with respect to both (see the module docs).
+    pub fn sample_loss(
+        &self,
+        z: &[f64],
+        z_adv: &[f64],
+        y: usize,
+        natural_weight: f64,
+        boundary_weight: f64,
+    ) -> SampleLoss {
+        let k = z.len();
+        match self {
+            Base::Natural => {
+                let ce = cross_entropy(z, y);
+                SampleLoss {
+                    value: natural_weight * ce.value,
+                    grad_clean: scale(&ce.grad, natural_weight),
+                    grad_adv: vec![0.0; k],
+                }
+            }
+            Base::PgdAt | Base::Fat { .. } => {
+                let ce = cross_entropy(z_adv, y);
+                SampleLoss {
+                    value: natural_weight * ce.value,
+                    grad_clean: vec![0.0; k],
+                    grad_adv: scale(&ce.grad, natural_weight),
+                }
+            }
+            Base::Trades { .. } => {
+                let ce = cross_entropy(z, y);
+                let kl = kl_divergence(z, z_adv);
+                SampleLoss {
+                    value: natural_weight * ce.value + boundary_weight * kl.value,
+                    grad_clean: ce
+                        .grad
+                        .iter()
+                        .zip(&kl.grad_clean)
+                        .map(|(c, d)| natural_weight * c + boundary_weight * d)
+                        .collect(),
+                    grad_adv: scale(&kl.grad_adv, boundary_weight),
+                }
+            }
+        }
+    }
+}
+
+/// A per-sample loss with its logit gradients.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleLoss {
+    pub value: f64,
+    pub grad_clean: Vec<f64>,
+    pub grad_adv: Vec<f64>,
+}
+
+fn scale(v: &[f64], a: f64) -> Vec<f64> {
+    v.iter().map(|x| a * x).collect()
+}

@@ -1,0 +1,559 @@
+//! A complete toy run: configuration, method presets, the epoch loop and its report.
+
+use std::fmt;
+use std::str::FromStr;
+
+use classwise_theory::calibration::{
+    AverageAction, FawaComparison, FawaConfig, ema_action, fawa_action, wat_select_iterate,
+    wat_validation_costs,
+};
+use classwise_theory::metrics::ClassAccuracySummary;
+use serde::{Deserialize, Serialize};
+
+use super::attack::PgdConfig;
+use super::data::{Dataset, ToyData};
+use super::eval::{evaluate, trades_loss_sums};
+use super::loss::Base;
+use super::model::Linear;
+use super::rule::{
+    CfaSettings, EpochObservation, EpochPlan, FrlSettings, Rule, RuleContext, WatSettings,
+    build_rule,
+};
+use super::train::{EpochRng, Sgd, train_epoch};
+use crate::error::{Result, require, require_count};
+use crate::rng::{stream, stream_id};
+
+/// Stream tags of the epoch loop (data uses 16, init 17).
+const TAG_SHUFFLE: u8 = 18;
+const TAG_TRAIN_ATTACK: u8 = 19;
+const TAG_VAL_ATTACK: u8 = 20;
+
+/// The methods of the CLI (`natural|at|trades|fat|cfa|cfa-at|cfa-trades|cfa-fat|wat|frl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Method {
+    Natural,
+    At,
+    Trades,
+    Fat,
+    /// CFA (CCM, CCR with TRADES, FAWA) on the given base; `cfa` alone means
+    /// [`CfaBase::Trades`], the paper's headline "TRADES + CFA".
+    Cfa(CfaBase),
+    /// WAT on TRADES (η = 0.1).
+    Wat,
+    /// FRL-RWRM on TRADES.
+    Frl,
+}
+
+/// The base a CFA run calibrates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CfaBase {
+    At,
+    Trades,
+    Fat,
+}
+
+/// The strings [`Method::from_str`] accepts.
+pub const METHODS: &[&str] = &[
+    "natural",
+    "at",
+    "trades",
+    "fat",
+    "cfa",
+    "cfa-at",
+    "cfa-trades",
+    "cfa-fat",
+    "wat",
+    "frl",
+];
+
+/// An unknown method name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown multiclass method `{0}`; expected one of natural, at, trades, fat, cfa, cfa-at, cfa-trades, cfa-fat, wat, frl"
+)]
+pub struct ParseMethodError(pub String);
+
+impl FromStr for Method {
+    type Err = ParseMethodError;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "natural" => Method::Natural,
+            "at" | "pgd-at" => Method::At,
+            "trades" => Method::Trades,
+            "fat" => Method::Fat,
+            "cfa" | "cfa-trades" => Method::Cfa(CfaBase::Trades),
+            "cfa-at" => Method::Cfa(CfaBase::At),
+            "cfa-fat" => Method::Cfa(CfaBase::Fat),
+            "wat" => Method::Wat,
+            "frl" => Method::Frl,
+            _ => return Err(ParseMethodError(s.to_string())),
+        })
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Method::Natural => "natural",
+            Method::At => "at",
+            Method::Trades => "trades",
+            Method::Fat => "fat",
+            Method::Cfa(CfaBase::At) => "cfa-at",
+            Method::Cfa(CfaBase::Trades) => "cfa-trades",
+            Method::Cfa(CfaBase::Fat) => "cfa-fat",
+            Method::Wat => "wat",
+            Method::Frl => "frl",
+        })
+    }
+}
+
+/// FAWA settings (CFA Sec. 4.3, spec §3.5), scaled to the toy's epoch count.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FawaSettings {
+    /// Decay α (0.85 in the paper).
+    pub alpha: f64,
+    /// Threshold δ on the worst-class validation robust accuracy.
+    pub delta: f64,
+    /// First 0-based epoch that may be averaged (paper: 50 of 200).
+    pub start_epoch: usize,
+}
+
+/// Everything a run needs. Build one with [`RunConfig::preset`] and adjust fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub data: ToyData,
+    pub seed: u64,
+    pub epochs: usize,
+    /// Initial learning rate.
+    pub lr: f64,
+    /// 0-based epochs at which the learning rate is multiplied by 0.1.
+    pub lr_milestones: Vec<usize>,
+    pub momentum: f64,
+    pub weight_decay: f64,
+    pub batch_size: usize,
+    /// Weights start as `init_scale`·N(0, 1), biases 0.
+    pub init_scale: f64,
+    /// The threat model's ε (evaluation, and training before any class-wise calibration).
+    pub epsilon: f64,
+    /// Training attack (step size not scaled per class, CFA §3.4).
+    pub attack: PgdConfig,
+    /// The TRADES KL attack of the validation costs (WAT, spec §4).
+    pub cost_attack: PgdConfig,
+    /// β of the validation TRADES cost (WAT's costs and its model-selection rule).
+    pub cost_beta: f64,
+    pub base: Base,
+    pub rule: Rule,
+    /// Fairness-aware weight averaging (CFA); `None` disables it.
+    pub fawa: Option<FawaSettings>,
+    /// Plain EMA decay (a control for FAWA: averaging without the fairness gate); `None`
+    /// disables it.
+    pub ema_alpha: Option<f64>,
+}
+
+/// Epochs of the presets.
+pub const PRESET_EPOCHS: usize = 40;
+
+impl RunConfig {
+    /// The preset of a method on the `"default"` toy data, seed 0. Common settings: 40 epochs,
+    /// lr 0.05 (×0.1 at epochs 20 and 30, CFA's 50%/75% schedule), momentum 0.9, weight decay
+    /// 5e-4, batch 64, ε = 0.3, PGD-10 with step ε/4, β = 6.
+    ///
+    /// Method-specific settings: CFA's warm-up `begin` = 2 (10 of 200 epochs in the reference
+    /// code, i.e. 5%) and FAWA with α = 0.85, start at epoch 10 (50 of 200), δ = 0.45 (the
+    /// paper's δ = 0.2 sits a little below CIFAR-10's worst-class robust accuracy; on this toy
+    /// the worst class reaches about 0.5 on validation, so 0.45 plays that role); WAT η = 0.1; FRL-RWRM with τ = α₁ = 0.05, α₂ = 0.2, FRL weights
+    /// from epoch 10 (the plain TRADES epochs before stand in for FRL's pretrained start).
+    pub fn preset(method: Method) -> Self {
+        let epochs = PRESET_EPOCHS;
+        let epsilon = 0.3;
+        let trades = Base::Trades { beta: 6.0 };
+        let (base, rule) = match method {
+            Method::Natural => (Base::Natural, Rule::Uniform),
+            Method::At => (Base::PgdAt, Rule::Uniform),
+            Method::Trades => (trades, Rule::Uniform),
+            Method::Fat => (Base::Fat { tau: 3 }, Rule::Uniform),
+            Method::Cfa(b) => {
+                let base = match b {
+                    CfaBase::At => Base::PgdAt,
+                    CfaBase::Trades => trades,
+                    CfaBase::Fat => Base::Fat { tau: 3 },
+                };
+                (base, Rule::Cfa(CfaSettings::for_base(&base, 2)))
+            }
+            Method::Wat => (trades, Rule::Wat(WatSettings { eta: 0.1 })),
+            Method::Frl => (
+                trades,
+                Rule::Frl(FrlSettings::reweight_remargin(epochs / 4, epochs)),
+            ),
+        };
+        let fawa = matches!(method, Method::Cfa(_)).then_some(FawaSettings {
+            alpha: 0.85,
+            delta: 0.45,
+            start_epoch: epochs / 4,
+        });
+        let attack = PgdConfig {
+            steps: 10,
+            step_size: epsilon / 4.0,
+        };
+        Self {
+            data: ToyData::preset("default").unwrap_or_else(default_data),
+            seed: 0,
+            epochs,
+            lr: 0.05,
+            lr_milestones: vec![epochs / 2, 3 * epochs / 4],
+            momentum: 0.9,
+            weight_decay: 5e-4,
+            batch_size: 64,
+            init_scale: 0.01,
+            epsilon,
+            attack,
+            cost_attack: attack,
+            cost_beta: 6.0,
+            base,
+            rule,
+            fawa,
+            ema_alpha: Some(0.85),
+        }
+    }
+
+    /// [`RunConfig::preset`] from a method name.
+    pub fn preset_named(method: &str) -> std::result::Result<Self, ParseMethodError> {
+        Ok(Self::preset(method.parse()?))
+    }
+
+    /// Learning rate of 0-based `epoch`.
+    pub fn lr_at(&self, epoch: usize) -> f64 {
+        let drops = self.lr_milestones.iter().filter(|&&m| epoch >= m).count();
+        self.lr * 0.1f64.powi(i32::try_from(drops).unwrap_or(i32::MAX))
+    }
+
+    /// Checks every field; errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        self.data.validate()?;
+        require_count("epochs", self.epochs, 1)?;
+        positive("lr", self.lr)?;
+        require(
+            "momentum",
+            self.momentum,
+            (0.0..1.0).contains(&self.momentum),
+            "in [0, 1)",
+        )?;
+        non_negative("weight_decay", self.weight_decay)?;
+        require_count("batch_size", self.batch_size, 1)?;
+        non_negative("init_scale", self.init_scale)?;
+        non_negative("epsilon", self.epsilon)?;
+        self.attack.validate("attack.step_size")?;
+        self.cost_attack.validate("cost_attack.step_size")?;
+        non_negative("cost_beta", self.cost_beta)?;
+        self.base.validate()?;
+        if let Some(f) = &self.fawa {
+            unit("fawa.alpha", f.alpha)?;
+            unit("fawa.delta", f.delta)?;
+        }
+        if let Some(a) = self.ema_alpha {
+            unit("ema_alpha", a)?;
+        }
+        Ok(())
+    }
+
+    fn rule_context(&self) -> RuleContext {
+        RuleContext {
+            base: self.base,
+            n_classes: self.data.n_classes,
+            epsilon: self.epsilon,
+            step_size: self.attack.step_size,
+        }
+    }
+}
+
+fn default_data() -> ToyData {
+    // Unreachable: "default" is a preset name. Kept so that the preset never panics.
+    ToyData {
+        n_classes: 2,
+        block: 1,
+        robust_scale: 1.0,
+        eta: 0.5,
+        reliability: vec![0.9, 0.8],
+        noise: vec![1.0, 1.0],
+        n_train: 100,
+        n_val: 50,
+        n_test: 100,
+    }
+}
+
+fn positive(name: &'static str, v: f64) -> Result<f64> {
+    require(name, v, v.is_finite() && v > 0.0, "finite and > 0")
+}
+
+fn non_negative(name: &'static str, v: f64) -> Result<f64> {
+    require(name, v, v.is_finite() && v >= 0.0, "finite and >= 0")
+}
+
+fn unit(name: &'static str, v: f64) -> Result<f64> {
+    require(name, v, (0.0..=1.0).contains(&v), "in [0, 1]")
+}
+
+/// Class-wise clean and exact robust accuracy (at the plain ε) of one model on the test set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelReport {
+    pub clean: ClassAccuracySummary,
+    pub robust: ClassAccuracySummary,
+    /// Flat parameters ([`Linear::to_flat`]).
+    pub params: Vec<f64>,
+}
+
+impl ModelReport {
+    /// Average robust accuracy (over all test samples).
+    pub fn robust_avg(&self) -> f64 {
+        self.robust.overall.unwrap_or(self.robust.class_mean)
+    }
+
+    /// Worst-class robust accuracy.
+    pub fn robust_worst(&self) -> f64 {
+        self.robust.worst.value
+    }
+
+    /// Average clean accuracy.
+    pub fn clean_avg(&self) -> f64 {
+        self.clean.overall.unwrap_or(self.clean.class_mean)
+    }
+
+    /// Worst-class clean accuracy.
+    pub fn clean_worst(&self) -> f64 {
+        self.clean.worst.value
+    }
+}
+
+/// WAT Algorithm 1's selected iterate (argmin over epochs of the worst-class validation cost).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectedReport {
+    pub epoch: usize,
+    pub model: ModelReport,
+}
+
+/// One epoch of a run. Per-class vectors are indexed by class.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpochRecord {
+    pub epoch: usize,
+    pub lr: f64,
+    /// The class-wise plan in force this epoch (ε_k, β_k, loss weights, step size).
+    pub plan: EpochPlan,
+    pub train_loss: f64,
+    /// t_k counted on the fly on this epoch's training inputs (spec §3.3).
+    pub train_robust: Vec<f64>,
+    pub val_clean: Vec<f64>,
+    pub val_robust: Vec<f64>,
+    /// min_k validation robust accuracy (the FAWA gate's input).
+    pub val_worst_robust: f64,
+    /// WAT's validation cost vector (K class costs, then the average).
+    pub val_costs: Vec<f64>,
+    pub test_clean: Vec<f64>,
+    pub test_robust: Vec<f64>,
+    /// What FAWA did after this epoch (`None` when FAWA is off).
+    pub fawa: Option<AverageAction>,
+}
+
+/// The result of [`run`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunReport {
+    pub config: RunConfig,
+    /// `"<rule>/<base>"`, e.g. `"cfa/trades"`.
+    pub label: String,
+    pub history: Vec<EpochRecord>,
+    /// The last iterate.
+    pub final_model: ModelReport,
+    /// The FAWA model; `None` when FAWA is off or no epoch passed the gate.
+    pub fawa: Option<ModelReport>,
+    /// Epochs admitted by the FAWA gate.
+    pub fawa_accepted: usize,
+    /// The plain EMA model (`None` when off).
+    pub ema: Option<ModelReport>,
+    /// The iterate WAT's selection rule picks (reported for every method).
+    pub selected: SelectedReport,
+}
+
+impl RunReport {
+    /// ε_k per epoch (rows: epochs, columns: classes), e.g. for the CCM trajectory figure.
+    pub fn epsilon_trajectory(&self) -> Vec<Vec<f64>> {
+        self.history
+            .iter()
+            .map(|r| r.plan.epsilon.clone())
+            .collect()
+    }
+
+    /// β_k per epoch (TRADES base), `None` otherwise.
+    pub fn beta_trajectory(&self) -> Option<Vec<Vec<f64>>> {
+        self.history.iter().map(|r| r.plan.beta.clone()).collect()
+    }
+
+    /// Test robust accuracy per epoch and class.
+    pub fn test_robust_trajectory(&self) -> Vec<Vec<f64>> {
+        self.history.iter().map(|r| r.test_robust.clone()).collect()
+    }
+}
+
+/// The model averages maintained during a run.
+struct Averages {
+    fawa: Option<(FawaConfig, Option<Vec<f64>>)>,
+    fawa_accepted: usize,
+    ema: Option<(f64, Option<Vec<f64>>)>,
+}
+
+impl Averages {
+    /// Applies the FAWA gate (CFA Algorithm 1) and the EMA after `epoch`.
+    fn update(
+        &mut self,
+        epoch: usize,
+        worst_val: f64,
+        params: &[f64],
+    ) -> Result<Option<AverageAction>> {
+        let mut fawa_done = None;
+        if let Some((config, avg)) = &mut self.fawa {
+            let action = fawa_action(config, epoch, worst_val, avg.is_some())?;
+            *avg = apply(action, avg.take(), params)?;
+            if action != AverageAction::Keep {
+                self.fawa_accepted += 1;
+            }
+            fawa_done = Some(action);
+        }
+        if let Some((alpha, avg)) = &mut self.ema {
+            let action = ema_action(epoch, 0, *alpha)?;
+            *avg = apply(action, avg.take(), params)?;
+        }
+        Ok(fawa_done)
+    }
+}
+
+fn apply(action: AverageAction, avg: Option<Vec<f64>>, params: &[f64]) -> Result<Option<Vec<f64>>> {
+    Ok(match avg {
+        Some(a) => Some(action.apply(&a, params)?),
+        None if action == AverageAction::Keep => None,
+        // Copy, or an average with nothing to average yet (cannot happen: the first accepted
+        // action is a copy), starts from the current parameters.
+        None => Some(params.to_vec()),
+    })
+}
+
+/// Runs one configuration: sample the data, train for `epochs` epochs with the base loss and
+/// the class-wise rule, evaluate every epoch, and report (see [`RunReport`]). Deterministic in
+/// `config` (single-threaded; every random draw comes from a named stream of `config.seed`).
+pub fn run(config: &RunConfig) -> Result<RunReport> {
+    config.validate()?;
+    let splits = config.data.sample(config.seed)?;
+    let k = config.data.n_classes;
+    let mut model = Linear::init(k, config.data.dim(), config.init_scale, config.seed)?;
+    let mut rule = build_rule(&config.rule, config.rule_context())?;
+    let mut sgd = Sgd::new(model.n_params(), config.momentum, config.weight_decay);
+    let mut averages = Averages {
+        fawa: config.fawa.map(|f| {
+            (
+                FawaConfig {
+                    alpha: f.alpha,
+                    delta: f.delta,
+                    start_epoch: f.start_epoch,
+                    comparison: FawaComparison::AtLeast,
+                },
+                None,
+            )
+        }),
+        fawa_accepted: 0,
+        ema: config.ema_alpha.map(|a| (a, None)),
+    };
+    let n_val = splits.val.len() as f64;
+    let mut history = Vec::with_capacity(config.epochs);
+    let mut snapshots = Vec::with_capacity(config.epochs);
+    let mut cost_history = Vec::with_capacity(config.epochs);
+    for epoch in 0..config.epochs {
+        let plan = rule.plan(epoch)?;
+        let lr = config.lr_at(epoch);
+        let mut rng = EpochRng {
+            shuffle: stream(config.seed, stream_id(TAG_SHUFFLE, 0, epoch as u64)),
+            attack: stream(config.seed, stream_id(TAG_TRAIN_ATTACK, 0, epoch as u64)),
+        };
+        let stats = train_epoch(
+            &mut model,
+            &mut sgd,
+            &splits.train,
+            &config.base,
+            &plan,
+            &config.attack,
+            config.batch_size,
+            lr,
+            &mut rng,
+        )?;
+        let val = evaluate(&model, &splits.val, config.epsilon)?;
+        let test = evaluate(&model, &splits.test, config.epsilon)?;
+        let mut cost_rng = stream(config.seed, stream_id(TAG_VAL_ATTACK, 0, epoch as u64));
+        let (ce, kl) = trades_loss_sums(
+            &model,
+            &splits.val,
+            config.epsilon,
+            &config.cost_attack,
+            &mut cost_rng,
+        )?;
+        let val_costs = wat_validation_costs(&ce, &kl, config.cost_beta, n_val)?;
+        let val_errors = val.errors(&splits.val.y)?;
+        rule.observe(
+            epoch,
+            &EpochObservation {
+                train_robust: &stats.train_robust,
+                val_errors: &val_errors,
+                val_costs: &val_costs,
+            },
+        )?;
+        let val_worst_robust = val.robust.worst().value;
+        let fawa = averages.update(epoch, val_worst_robust, model.params())?;
+        snapshots.push(model.to_flat());
+        cost_history.push(val_costs.clone());
+        history.push(EpochRecord {
+            epoch,
+            lr,
+            plan,
+            train_loss: stats.mean_loss,
+            train_robust: stats.train_robust,
+            val_clean: val.clean.per_class().to_vec(),
+            val_robust: val.robust.per_class().to_vec(),
+            val_worst_robust,
+            val_costs,
+            test_clean: test.clean.per_class().to_vec(),
+            test_robust: test.robust.per_class().to_vec(),
+            fawa,
+        });
+    }
+    let report_of = |params: &[f64]| model_report(config, &splits.test, params);
+    let selected_epoch = wat_select_iterate(&cost_history)?;
+    let selected = SelectedReport {
+        epoch: selected_epoch,
+        model: report_of(&snapshots[selected_epoch])?,
+    };
+    let fawa = match averages.fawa.as_ref().and_then(|(_, a)| a.as_ref()) {
+        Some(p) => Some(report_of(p)?),
+        None => None,
+    };
+    let ema = match averages.ema.as_ref().and_then(|(_, a)| a.as_ref()) {
+        Some(p) => Some(report_of(p)?),
+        None => None,
+    };
+    Ok(RunReport {
+        config: config.clone(),
+        label: format!("{}/{}", config.rule.name(), config.base.name()),
+        history,
+        final_model: report_of(model.params())?,
+        fawa,
+        fawa_accepted: averages.fawa_accepted,
+        ema,
+        selected,
+    })
+}
+
+/// Test-set report of a flat parameter vector.
+fn model_report(config: &RunConfig, test: &Dataset, params: &[f64]) -> Result<ModelReport> {
+    let model = Linear::from_flat(config.data.n_classes, config.data.dim(), params.to_vec())?;
+    let eval = evaluate(&model, test, config.epsilon)?;
+    Ok(ModelReport {
+        clean: eval.clean.summary(),
+        robust: eval.robust.summary(),
+        params: params.to_vec(),
+    })
+}
