@@ -21,7 +21,7 @@ pub enum ToyCommand {
         #[command(flatten)]
         model: ModelArgs,
         /// The classifier's w > 0 (f_w(x) = sign(x₁ + (x₂+…+x_{d+1})/w)).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         w: f64,
         /// Attack budget ε (as in `theory eval`).
         #[arg(long, allow_negative_numbers = true)]
@@ -174,11 +174,11 @@ pub fn run(cmd: ToyCommand) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let s = simulate(model.model()?, w, eps, mc.samples, mc.seed)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
+            emit(&if json {
+                serde_json::to_string_pretty(&s)? + "\n"
             } else {
-                print!("{}", simulation_table(&s));
-            }
+                simulation_table(&s)
+            })?;
         }
         ToyCommand::Fit {
             model,
@@ -188,11 +188,11 @@ pub fn run(cmd: ToyCommand) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let r = fit_report(model.model()?, &eps, adversary.into(), mc.samples, mc.seed)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
+            emit(&if json {
+                serde_json::to_string_pretty(&r)? + "\n"
             } else {
-                print!("{}", fit_table(&r));
-            }
+                fit_table(&r)
+            })?;
         }
         ToyCommand::Scatter {
             model,
@@ -204,7 +204,7 @@ pub fn run(cmd: ToyCommand) -> anyhow::Result<ExitCode> {
             match out {
                 Some(path) => classwise_trainer::io::write_atomic(&path, csv.as_bytes())
                     .with_context(|| format!("writing {}", path.display()))?,
-                None => print!("{csv}"),
+                None => emit(&csv)?,
             }
         }
         ToyCommand::Multiclass(args) => multiclass(&args)?,
@@ -391,20 +391,19 @@ fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if a.json {
-        println!("{json}");
-        return Ok(());
+        return emit(&(json + "\n"));
     }
-    println!("{} on the toy, seed {}", report.label, config.seed);
-    println!(
-        "{:>5} {:>9} {:>9} {:>10}  eps_k",
-        "epoch", "rob avg", "rob worst", "val worst"
+    let mut out = format!(
+        "{} on the toy, seed {}\n{:>5} {:>9} {:>9} {:>10}  eps_k\n",
+        report.label, config.seed, "epoch", "rob avg", "rob worst", "val worst"
     );
     for r in &report.history {
         let n = r.test_robust.len() as f64;
         let avg = r.test_robust.iter().sum::<f64>() / n;
         let worst = r.test_robust.iter().copied().fold(f64::INFINITY, f64::min);
         let eps: Vec<String> = r.plan.epsilon.iter().map(|e| format!("{e:.3}")).collect();
-        println!(
+        let _ = writeln!(
+            out,
             "{:>5} {avg:>9.4} {worst:>9.4} {:>10.4}  {}",
             r.epoch,
             r.val_worst_robust,
@@ -417,7 +416,8 @@ fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
     }
     models.push(("WAT-selected", &report.selected.model));
     for (name, m) in models {
-        println!(
+        let _ = writeln!(
+            out,
             "{name:<13} clean avg {:.4} worst {:.4} | robust avg {:.4} worst {:.4} CV {:.5} MCD {:.4}",
             m.clean_avg(),
             m.clean_worst(),
@@ -432,7 +432,17 @@ fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
             .iter()
             .map(|v| format!("{v:.3}"))
             .collect();
-        println!("{:<13} robust per class: {}", "", per.join(" "));
+        let _ = writeln!(out, "{:<13} robust per class: {}", "", per.join(" "));
     }
-    Ok(())
+    emit(&out)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }

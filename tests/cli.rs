@@ -1,21 +1,10 @@
 //! End-to-end tests of the `classwise` binary.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn classwise(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_classwise"));
-    cmd.args(args).env_remove("CLASSWISE_DATA_DIR");
-    cmd
-}
+mod common;
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::{classwise, text};
 
 #[test]
 fn doctor_reports_the_pinned_versions_and_the_real_fashion_mnist() {

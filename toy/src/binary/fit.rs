@@ -173,15 +173,27 @@ pub fn fit_surrogate(conditions: &[Condition], max_iter: usize, tol: f64) -> Res
         iterations += 1;
         let dir = newton_direction(&cur, free);
         let slope = dir[0] * cur.grad[0] + dir[1] * cur.grad[1];
+        // Newton decrement: the predicted decrease is below the rounding of the mean loss.
+        if -slope < NEWTON_DECREMENT_TOL {
+            converged = true;
+            break;
+        }
         let mut t = 1.0;
-        loop {
+        let accepted = loop {
             let cand = [0, 1].map(|i| (theta[i] + t * dir[i]).max(0.0));
             let next = Logistic::at(&data, cand);
-            if next.loss <= cur.loss + 1e-4 * t * slope || t < 1e-12 {
-                (theta, cur) = (cand, next);
-                break;
+            if next.loss <= cur.loss + 1e-4 * t * slope {
+                break Some((cand, next));
             }
             t *= 0.5;
+            if t < 1e-10 {
+                break None;
+            }
+        };
+        match accepted {
+            Some((cand, next)) => (theta, cur) = (cand, next),
+            // No decrease is measurable any more: stationary up to rounding.
+            None => break,
         }
     }
     let (w1, w2) = (theta[0], theta[1] / scale);
@@ -290,7 +302,11 @@ pub struct FitReport {
 
 /// Surrogate iteration budget and tolerance used by [`fit_report`].
 pub const SURROGATE_MAX_ITER: usize = 200;
-pub const SURROGATE_TOL: f64 = 1e-9;
+pub const SURROGATE_TOL: f64 = 1e-8;
+
+/// Stop when the Newton decrement g·H⁻¹g (the predicted decrease of the mean loss, times 2)
+/// falls below this: beyond it the decrease is lost in the rounding of the mean over n terms.
+const NEWTON_DECREMENT_TOL: f64 = 1e-14;
 
 /// Fits w on `n` samples per class for every budget in `eps` (the same samples for every ε:
 /// common random numbers) and the per-class clean maximisers, next to the closed forms.

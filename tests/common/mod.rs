@@ -1,0 +1,19 @@
+//! Helpers shared by the end-to-end tests.
+
+use std::process::{Command, Output};
+
+/// The `classwise` binary with `args`, without a data-dir override from the environment.
+pub fn classwise(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_classwise"));
+    cmd.args(args).env_remove("CLASSWISE_DATA_DIR");
+    cmd
+}
+
+/// stdout followed by stderr, for failure messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
