@@ -1,6 +1,7 @@
 //! End-to-end tests of the `classwise` binary.
 
 use std::path::Path;
+use std::process::Command;
 
 mod common;
 
