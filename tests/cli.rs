@@ -5,7 +5,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{classwise, text};
+use common::{FIG1, classwise, text};
 
 #[test]
 fn doctor_reports_the_pinned_versions_and_the_real_fashion_mnist() {
@@ -193,27 +193,10 @@ fn theory_verify_prints_the_table_and_exits_zero() {
 #[test]
 fn theory_eval_json_has_the_documented_shape() {
     // CFA Figure 1 setting at the paper's ε = 2η = 0.8 (spec §1.4 table, w = 2).
-    let out = classwise(&[
-        "theory",
-        "eval",
-        "--d",
-        "1",
-        "--eta",
-        "0.4",
-        "--sigma",
-        "0.7745966692414834",
-        "--p-pos",
-        "0.85",
-        "--p-neg",
-        "0.7",
-        "--w",
-        "2",
-        "--eps",
-        "0.8",
-        "--json",
-    ])
-    .output()
-    .unwrap();
+    let mut args = vec!["theory", "eval"];
+    args.extend(FIG1);
+    args.extend(["--w", "2", "--eps", "0.8", "--json"]);
+    let out = classwise(&args).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let num = |x: &serde_json::Value| x.as_f64().unwrap();

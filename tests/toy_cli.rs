@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{classwise, text};
+use common::{FIG1, classwise, text};
 use serde_json::Value;
 
 /// Runs a command that must succeed and print JSON.
@@ -16,19 +16,6 @@ fn json(args: &[&str]) -> Value {
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
-
-const FIG1: [&str; 10] = [
-    "--d",
-    "1",
-    "--eta",
-    "0.4",
-    "--sigma",
-    "0.7745966692414834",
-    "--p-pos",
-    "0.85",
-    "--p-neg",
-    "0.7",
-];
 
 fn with_model(cmd: &[&str], rest: &[&str]) -> Vec<String> {
     cmd.iter()

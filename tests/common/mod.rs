@@ -17,3 +17,17 @@ pub fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// The model flags of CFA Figure 1: d = 1, η = 0.4, σ² = 0.6, p = 0.85/0.7.
+pub const FIG1: [&str; 10] = [
+    "--d",
+    "1",
+    "--eta",
+    "0.4",
+    "--sigma",
+    "0.7745966692414834",
+    "--p-pos",
+    "0.85",
+    "--p-neg",
+    "0.7",
+];

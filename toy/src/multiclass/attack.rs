@@ -125,6 +125,20 @@ pub fn worst_case_perturbation(
         .collect())
 }
 
+/// Validates the inputs shared by [`pgd`] and [`fat_pgd`].
+fn check_attack(
+    model: &Linear,
+    x: &[f64],
+    y: usize,
+    epsilon: f64,
+    config: &PgdConfig,
+) -> Result<()> {
+    model.check_input(x)?;
+    check_label(model, y)?;
+    check_budget("epsilon", epsilon)?;
+    config.validate("attack.step_size")
+}
+
 /// PGD settings: number of steps and the (unscaled, spec §3.4) step size α.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PgdConfig {
@@ -160,10 +174,7 @@ pub fn pgd(
     loss: AttackLoss,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<f64>> {
-    model.check_input(x)?;
-    check_label(model, y)?;
-    check_budget("epsilon", epsilon)?;
-    config.validate("attack.step_size")?;
+    check_attack(model, x, y, epsilon, config)?;
     let mut adv = start(x, epsilon, loss, rng);
     let p_clean = softmax(&model.logits(x));
     for _ in 0..config.steps {
@@ -195,10 +206,7 @@ pub fn fat_pgd(
     tau: usize,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<f64>> {
-    model.check_input(x)?;
-    check_label(model, y)?;
-    check_budget("epsilon", epsilon)?;
-    config.validate("attack.step_size")?;
+    check_attack(model, x, y, epsilon, config)?;
     let loss = AttackLoss::CrossEntropy;
     let mut adv = start(x, epsilon, loss, rng);
     let mut control = tau;
