@@ -5,14 +5,17 @@
 //! d *non-robust* features x₂… ~ N(η·y, σ²). Classes differ only through p_y. Here a sample of
 //! class y ∈ {0, …, K−1} is the concatenation `[robust block | non-robust block]`:
 //!
-//! * **robust block** (K coordinates): `robust_scale · one_hot(ℓ)`, where the *displayed label*
-//!   ℓ = y with probability p_y (the class reliability) and otherwise ℓ is uniform over the other
-//!   K − 1 classes. It is the analogue of x₁ = ±1: a large-magnitude feature that an ℓ∞ budget
-//!   ε < robust_scale / 2 cannot flip, but that is wrong for a fraction 1 − p_y of class y.
+//! * **robust block** (K coordinates): `robust_scale · one_hot(ℓ) + N(0, σ_y²)` per coordinate,
+//!   where the *displayed label* ℓ = y with probability p_y (the class reliability) and otherwise
+//!   ℓ is uniform over the other K − 1 classes. It is the analogue of x₁ = ±1: a large-magnitude
+//!   feature that an ℓ∞ budget ε < robust_scale / 2 rarely flips, but that is wrong for a
+//!   fraction 1 − p_y of class y. Unlike CFA's x₁ it carries the class noise: with a noiseless
+//!   one-hot block every adversarial method converges to "predict the displayed label", whose
+//!   class-wise accuracy is exactly p_y, and no class-wise rule could change anything.
 //! * **non-robust block** (K·m coordinates, m per class): the m coordinates of block y are
 //!   N(η, σ_y²), every other block is N(0, σ_y²). It is the analogue of x₂… ~ N(η·y, σ²): each
-//!   coordinate is weakly informative (η small), the adversary shifts every one by ε, and the
-//!   noise scale σ_y is class-dependent (a second difficulty knob, absent from CFA's model).
+//!   coordinate is weakly informative, the adversary shifts every one by ε, and the noise scale
+//!   σ_y is class-dependent (a second difficulty knob, absent from CFA's model).
 //!
 //! A class with low p_y and large σ_y is hard in the sense of CFA Sec. 2 / Tian et al.: even the
 //! best robust classifier is less accurate on it, so adversarial training shows a class-wise
@@ -61,8 +64,8 @@ pub const DATA_PRESETS: &[&str] = &["default", "equal", "small"];
 impl ToyData {
     /// Named presets:
     ///
-    /// * `"default"`: K = 5, m = 4, robust_scale 1, η = 0.5, reliability 0.95 → 0.75 and noise
-    ///   1.0 → 1.4 (class 4 is the hard class on both counts); 400 / 200 / 1000 samples per class.
+    /// * `"default"`: K = 5, m = 4, robust_scale 2, η = 1, reliability 1.0 → 0.9 and noise
+    ///   0.6 → 1.2 (class 4 is the hard class on both counts); 400 / 200 / 1000 samples per class.
     /// * `"equal"`: the default with every class as easy as class 0 (no intrinsic disparity).
     /// * `"small"`: K = 3 with few samples, for quick tests.
     ///
