@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use classwise_theory::model::{Adversary, BinaryModel, Class};
-use classwise_toy::binary::{Estimate, Sampler, fit_report, simulate};
+use classwise_toy::binary::{CcmReport, Estimate, Sampler, ccm_run, fit_report, simulate};
 
 /// σ of CFA Figure 1 (σ² = 0.6).
 const FIGURE1_SIGMA: f64 = 0.774_596_669_241_483_4;
@@ -49,6 +49,26 @@ pub enum ToyCommand {
         /// Threat model of the training perturbation.
         #[arg(long, value_enum, default_value_t = AdversaryArg::Paper)]
         adversary: AdversaryArg,
+        #[command(flatten)]
+        mc: McArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// CFA's class-wise budgets ε_y = (λ₁ + t_y)ε (CCM, eq. 6) iterated on the binary model, next
+    /// to one budget for both classes: w, ε_y, t_y and the population accuracies per epoch.
+    Ccm {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Base training budget ε.
+        #[arg(long, default_value_t = 0.2)]
+        eps: f64,
+        /// λ₁ of CFA eq. (6) (0.5 for AT).
+        #[arg(long, default_value_t = 0.5)]
+        lambda1: f64,
+        /// Number of epochs.
+        #[arg(long, default_value_t = 8)]
+        epochs: usize,
         #[command(flatten)]
         mc: McArgs,
         /// Print JSON.
@@ -207,6 +227,21 @@ pub fn run(cmd: ToyCommand) -> anyhow::Result<ExitCode> {
                 None => emit(&csv)?,
             }
         }
+        ToyCommand::Ccm {
+            model,
+            eps,
+            lambda1,
+            epochs,
+            mc,
+            json,
+        } => {
+            let r = ccm_run(model.model()?, eps, lambda1, epochs, mc.samples, mc.seed)?;
+            emit(&if json {
+                serde_json::to_string_pretty(&r)? + "\n"
+            } else {
+                ccm_table(&r)
+            })?;
+        }
         ToyCommand::Multiclass(args) => multiclass(&args)?,
         ToyCommand::Bench { d, samples } => bench(d, samples)?,
     }
@@ -307,6 +342,50 @@ fn fit_table(r: &classwise_toy::binary::FitReport) -> String {
             short(e.argmax.0),
             e.accuracy,
             cf.0.label()
+        );
+    }
+    out
+}
+
+fn ccm_table(r: &CcmReport) -> String {
+    let mut out = format!(
+        "CCM eps_y = ({} + t_y) * {}, {} samples per class, seed {}\n{:<8} {:>5} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
+        r.lambda1,
+        r.eps,
+        r.samples_per_class,
+        r.seed,
+        "run",
+        "epoch",
+        "eps+",
+        "eps-",
+        "w",
+        "t+",
+        "t-",
+        "A+",
+        "A-",
+        "R+(2eta)",
+        "R-(2eta)"
+    );
+    let last = r
+        .uniform
+        .last()
+        .map(|e| ("uniform", e))
+        .into_iter()
+        .chain([("matched", &r.matched)]);
+    for (name, e) in r.ccm.iter().map(|e| ("ccm", e)).chain(last) {
+        let _ = writeln!(
+            out,
+            "{name:<8} {:>5} {:>7.4} {:>7.4} {:>8.4} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>7.4}",
+            e.epoch,
+            e.eps.pos,
+            e.eps.neg,
+            e.w,
+            e.train_robust.pos,
+            e.train_robust.neg,
+            e.clean.pos,
+            e.clean.neg,
+            e.robust_at_2eta.pos,
+            e.robust_at_2eta.neg
         );
     }
     out

@@ -276,3 +276,34 @@ fn bench_prints_samples_per_second() {
         "{t}"
     );
 }
+
+/// `toy ccm` reports the CCM epochs and both baselines.
+#[test]
+fn ccm_json_reports_epochs_and_baselines() {
+    let r = json(&[
+        "toy",
+        "ccm",
+        "--epochs",
+        "3",
+        "--samples",
+        "20000",
+        "--json",
+    ]);
+    assert_eq!(r["ccm"].as_array().unwrap().len(), 3);
+    assert_eq!(r["uniform"].as_array().unwrap().len(), 3);
+    let e = &r["ccm"][2];
+    for key in [
+        "eps",
+        "train_robust",
+        "clean",
+        "robust_at_eps",
+        "robust_at_2eta",
+    ] {
+        assert!(
+            e[key]["pos"].is_number() && e[key]["neg"].is_number(),
+            "{key}: {e}"
+        );
+    }
+    assert!(f(&e["w"]) > 0.0);
+    assert!(r["matched"]["w"].is_number());
+}

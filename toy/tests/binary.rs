@@ -6,7 +6,9 @@ mod common;
 
 use classwise_theory::model::{Adversary, Argmax, BinaryModel, Class};
 use classwise_toy::binary::fit::conditions;
-use classwise_toy::binary::{LinearClassifier, Sampler, fit_report, maximise_accuracy, simulate};
+use classwise_toy::binary::{
+    LinearClassifier, Sampler, ccm_run, fit_report, maximise_accuracy, simulate,
+};
 use proptest::prelude::*;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -291,4 +293,42 @@ fn results_do_not_depend_on_the_thread_count() {
         })
     };
     assert_eq!(run(1), run(2));
+}
+
+/// CCM on the binary model: the budgets follow CFA eq. (6) from the recorded t_y, the hard class
+/// gets the smaller budget, and the fitted w is the maximiser of the population objective
+/// ½[R₊₁(w, ε₊₁) + R₋₁(w, ε₋₁)] (found here by a grid search over the closed forms).
+#[test]
+fn ccm_budgets_follow_eq_6_and_the_fit_finds_the_class_wise_optimum() {
+    let m = figure1();
+    let (eps, lambda1) = (0.1, 0.5);
+    let r = ccm_run(m, eps, lambda1, 4, 200_000, 8).unwrap();
+    assert_eq!((r.ccm[0].eps.pos, r.ccm[0].eps.neg), (eps, eps));
+    for w in r.ccm.windows(2) {
+        let (prev, cur) = (&w[0], &w[1]);
+        assert!((cur.eps.pos - (lambda1 + prev.train_robust.pos) * eps).abs() < 1e-15);
+        assert!((cur.eps.neg - (lambda1 + prev.train_robust.neg) * eps).abs() < 1e-15);
+        assert!(cur.eps.neg < cur.eps.pos);
+    }
+    let last = r.ccm.last().unwrap();
+    let objective = |w: f64| {
+        0.5 * (m
+            .robust_accuracy(Class::Pos, w, last.eps.pos, Adversary::Paper)
+            .unwrap()
+            + m.robust_accuracy(Class::Neg, w, last.eps.neg, Adversary::Paper)
+                .unwrap())
+    };
+    let grid_best = (1..=5000)
+        .map(|i| i as f64 * 0.002)
+        .max_by(|a, b| objective(*a).total_cmp(&objective(*b)))
+        .unwrap();
+    assert!(
+        rel_err(last.w, grid_best) < 0.1,
+        "{} vs {grid_best}",
+        last.w
+    );
+    // The matched baseline trains both classes at the mean of CCM's final budgets.
+    let mean = 0.5 * (last.eps.pos + last.eps.neg);
+    assert_eq!((r.matched.eps.pos, r.matched.eps.neg), (mean, mean));
+    assert!(!last.w_unbounded);
 }

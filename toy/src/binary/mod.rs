@@ -4,6 +4,8 @@
 //! * [`perturb`]: the classifier f_w and its exact ℓ∞ worst-case perturbation.
 //! * [`simulate`]: empirical clean and robust accuracies with standard errors, next to the
 //!   closed forms of `classwise-theory` and the z-score of each difference.
+//! * [`ccm`]: CFA's class-wise budgets ε_y = (λ₁ + t_y)ε iterated on the binary model, next to
+//!   one budget for both classes.
 //! * [`fit`]: toy adversarial training: the empirical ŵ_ε by exact 1-D maximisation of the
 //!   empirical accuracy, and a projected-gradient method on (w₁, w₂) with the logistic loss.
 //!
@@ -11,11 +13,13 @@
 //! appear next to the estimates for comparison, so the simulations are an independent check of
 //! the theory (theory spec T12).
 
+pub mod ccm;
 pub mod fit;
 pub mod perturb;
 pub mod sampler;
 pub mod simulate;
 
+pub use ccm::{CcmEpoch, CcmReport, ccm_run};
 pub use fit::{EmpiricalArgmax, FitReport, SurrogateFit, fit_report, maximise_accuracy};
 pub use perturb::LinearClassifier;
 pub use sampler::{Sampler, Samples};
