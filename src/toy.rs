@@ -8,7 +8,9 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use classwise_theory::model::{Adversary, BinaryModel, Class};
-use classwise_toy::binary::{CcmReport, Estimate, Sampler, ccm_run, fit_report, simulate};
+use classwise_toy::binary::{
+    CcmReport, Estimate, Sampler, Sweep, ccm_run, fit_report, simulate, sweep,
+};
 
 /// σ of CFA Figure 1 (σ² = 0.6).
 const FIGURE1_SIGMA: f64 = 0.774_596_669_241_483_4;
@@ -24,6 +26,28 @@ pub enum ToyCommand {
         #[arg(long, allow_negative_numbers = true)]
         w: f64,
         /// Attack budget ε (as in `theory eval`).
+        #[arg(long, allow_negative_numbers = true)]
+        eps: f64,
+        #[command(flatten)]
+        mc: McArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// `simulate` for several w on the same samples (common random numbers): empirical
+    /// A_y(w), R_y(w, ε) against w, as in CFA Figure 1(b), with the closed forms (Theorems 3-4).
+    Sweep {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Values of w, comma-separated (e.g. 0.25,0.5,1,2,3).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            required = true,
+            allow_negative_numbers = true
+        )]
+        w: Vec<f64>,
+        /// Attack budget ε.
         #[arg(long, allow_negative_numbers = true)]
         eps: f64,
         #[command(flatten)]
@@ -193,11 +217,25 @@ pub fn run(cmd: ToyCommand) -> anyhow::Result<ExitCode> {
             mc,
             json,
         } => {
-            let s = simulate(model.model()?, w, eps, mc.samples, mc.seed)?;
+            let model = model.model()?;
+            emit(&if json {
+                serde_json::to_string_pretty(&simulate(model, w, eps, mc.samples, mc.seed)?)? + "\n"
+            } else {
+                point_table("", &sweep(model, &[w], eps, mc.samples, mc.seed)?)
+            })?;
+        }
+        ToyCommand::Sweep {
+            model,
+            w,
+            eps,
+            mc,
+            json,
+        } => {
+            let s = sweep(model.model()?, &w, eps, mc.samples, mc.seed)?;
             emit(&if json {
                 serde_json::to_string_pretty(&s)? + "\n"
             } else {
-                simulation_table(&s)
+                point_table("common random numbers: every w sees the same samples\n", &s)
             })?;
         }
         ToyCommand::Fit {
@@ -248,13 +286,14 @@ pub fn run(cmd: ToyCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn simulation_table(s: &classwise_toy::binary::Simulation) -> String {
+/// The table of one w: accuracy, class, estimate, s.e., closed form, z.
+fn point_table(header: &str, s: &Sweep) -> String {
     let mut out = format!(
-        "{} samples per class, w = {}, eps = {}, seed {}\n{:<14} {:>5} {:>10} {:>9} {:>11} {:>7}\n",
+        "{header}{} samples per class, eps = {}, seed {}\n{:>8} {:<14} {:>5} {:>10} {:>9} {:>11} {:>7}\n",
         s.samples_per_class,
-        s.w,
         s.eps,
         s.seed,
+        "w",
         "accuracy",
         "class",
         "estimate",
@@ -262,35 +301,37 @@ fn simulation_table(s: &classwise_toy::binary::Simulation) -> String {
         "closed form",
         "z"
     );
-    let rows = [
-        (
-            "clean",
-            &s.estimates.clean,
-            &s.closed_form.clean,
-            &s.z.clean,
-        ),
-        (
-            "robust paper",
-            &s.estimates.robust_paper,
-            &s.closed_form.robust_paper,
-            &s.z.robust_paper,
-        ),
-        (
-            "robust full",
-            &s.estimates.robust_full,
-            &s.closed_form.robust_full,
-            &s.z.robust_full,
-        ),
-    ];
-    for (name, e, c, z) in rows {
-        let per: [(&str, &Estimate, f64, f64); 2] =
-            [("+1", &e.pos, c.pos, z.pos), ("-1", &e.neg, c.neg, z.neg)];
-        for (class, e, c, z) in per {
-            let _ = writeln!(
-                out,
-                "{name:<14} {class:>5} {:>10.6} {:>9.2e} {c:>11.6} {z:>7.2}",
-                e.mean, e.se
-            );
+    for p in &s.points {
+        let rows = [
+            (
+                "clean",
+                &p.estimates.clean,
+                &p.closed_form.clean,
+                &p.z.clean,
+            ),
+            (
+                "robust paper",
+                &p.estimates.robust_paper,
+                &p.closed_form.robust_paper,
+                &p.z.robust_paper,
+            ),
+            (
+                "robust full",
+                &p.estimates.robust_full,
+                &p.closed_form.robust_full,
+                &p.z.robust_full,
+            ),
+        ];
+        for (name, e, c, z) in rows {
+            let per: [(&str, &Estimate, f64, f64); 2] =
+                [("+1", &e.pos, c.pos, z.pos), ("-1", &e.neg, c.neg, z.neg)];
+            for (class, e, c, z) in per {
+                let _ = writeln!(
+                    out,
+                    "{:>8} {name:<14} {class:>5} {:>10.6} {:>9.2e} {c:>11.6} {z:>7.2}",
+                    p.w, e.mean, e.se
+                );
+            }
         }
     }
     out

@@ -307,3 +307,38 @@ fn ccm_json_reports_epochs_and_baselines() {
     assert!(f(&e["w"]) > 0.0);
     assert!(r["matched"]["w"].is_number());
 }
+
+/// `toy sweep` reports one point per w and the paired differences between neighbours.
+#[test]
+fn sweep_json_reports_points_and_paired_steps() {
+    let r = json(&[
+        "toy",
+        "sweep",
+        "--w",
+        "0.5,1,2",
+        "--eps",
+        "0.8",
+        "--samples",
+        "50000",
+        "--json",
+    ]);
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(
+        points.iter().map(|p| f(&p["w"])).collect::<Vec<_>>(),
+        [0.5, 1.0, 2.0]
+    );
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    // Each paired difference equals the difference of the two estimates (same samples).
+    for (s, p) in steps.iter().zip(points.windows(2)) {
+        for acc in ["clean", "robust_paper", "robust_full"] {
+            for c in ["pos", "neg"] {
+                let d = f(&p[1][acc][c]["mean"]) - f(&p[0][acc][c]["mean"]);
+                assert!((f(&s[acc][c]["mean"]) - d).abs() < 1e-12, "{acc}/{c}");
+                assert!(
+                    f(&s[acc][c]["se"]) <= f(&p[0][acc][c]["se"]).hypot(f(&p[1][acc][c]["se"]))
+                );
+            }
+        }
+    }
+}

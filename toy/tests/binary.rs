@@ -7,7 +7,7 @@ mod common;
 use classwise_theory::model::{Adversary, Argmax, BinaryModel, Class};
 use classwise_toy::binary::fit::conditions;
 use classwise_toy::binary::{
-    LinearClassifier, Sampler, ccm_run, fit_report, maximise_accuracy, simulate,
+    Estimate, LinearClassifier, Sampler, ccm_run, fit_report, maximise_accuracy, simulate, sweep,
 };
 use proptest::prelude::*;
 use rand::rngs::ChaCha8Rng;
@@ -48,7 +48,7 @@ fn z_score_detects_a_small_discrepancy() {
     let s = simulate(figure1(), 1.0, 0.2, N, 9).unwrap();
     let shifted = BinaryModel::new(1, 0.4, 0.6f64.sqrt(), 0.85, 0.705).unwrap();
     let wrong = shifted.clean_accuracy(Class::Neg, 1.0).unwrap();
-    let z = s.estimates.clean.neg.z_against(wrong, N as u64);
+    let z = s.point.estimates.clean.neg.z_against(wrong, N as u64);
     assert!(z.abs() > Z_MAX, "z = {z}");
 }
 
@@ -285,9 +285,11 @@ fn results_do_not_depend_on_the_thread_count() {
         pool.install(|| {
             let m = BinaryModel::new(3, 0.3, 0.8, 0.9, 0.7).unwrap();
             let s = simulate(m, 1.2, 0.2, 100_000, 42).unwrap();
+            let sw = sweep(m, &[0.5, 1.2, 2.0], 0.2, 100_000, 42).unwrap();
             let f = fit_report(m, &[0.0, 0.2], Adversary::Full, 50_000, 42).unwrap();
             (
                 serde_json::to_string(&s).unwrap(),
+                serde_json::to_string(&sw).unwrap(),
                 serde_json::to_string(&f).unwrap(),
             )
         })
@@ -331,4 +333,91 @@ fn ccm_budgets_follow_eq_6_and_the_fit_finds_the_class_wise_optimum() {
     let mean = 0.5 * (last.eps.pos + last.eps.neg);
     assert_eq!((r.matched.eps.pos, r.matched.eps.neg), (mean, mean));
     assert!(!last.w_unbounded);
+}
+
+/// Paired differences of a sweep (common random numbers) agree with the closed-form
+/// differences within 5 of their standard errors, for every step, accuracy and class.
+#[test]
+fn sweep_differences_match_closed_form_differences() {
+    let s = sweep(figure1(), &[0.25, 0.5, 1.0, 2.0, 3.0], 0.8, N, 21).unwrap();
+    assert_eq!(s.steps.len(), 4);
+    for (step, pts) in s.steps.iter().zip(s.points.windows(2)) {
+        let (a, b) = (&pts[0].closed_form, &pts[1].closed_form);
+        let d = &step.difference;
+        let rows = [
+            (d.clean, a.clean, b.clean),
+            (d.robust_paper, a.robust_paper, b.robust_paper),
+            (d.robust_full, a.robust_full, b.robust_full),
+        ];
+        for (est, from, to) in rows {
+            for (e, cf) in [(est.pos, to.pos - from.pos), (est.neg, to.neg - from.neg)] {
+                assert!(e.se > 0.0);
+                assert!(
+                    (e.mean - cf).abs() <= Z_MAX * e.se,
+                    "step {} -> {}: {e:?} vs {cf}",
+                    step.from_w,
+                    step.to_w
+                );
+            }
+        }
+    }
+}
+
+/// `d` is below zero by more than 5 standard errors.
+fn significantly_negative(d: Estimate) -> bool {
+    d.mean < -Z_MAX * d.se
+}
+
+/// The errata and Theorem 4 seen in samples: every sign below is established at more than 5
+/// paired standard errors on 10⁶ samples per class.
+#[test]
+fn simulation_confirms_theorem_4_and_notes_c4_c5_c6() {
+    // Note C4 (Figure 1, w = 1.0 ∈ (w*₋₁, w*₊₁), Δ = 0.1): A₋₁ falls while A₊₁ still rises,
+    // so the chain ΔA₋₁ < ΔA₊₁ < 0 of Theorem 4a fails below w*₊₁.
+    let s = sweep(figure1(), &[1.0, 1.1], 0.0, N, 31).unwrap();
+    let c4 = s.steps[0].difference.clean;
+    assert!(significantly_negative(c4.neg), "{c4:?}");
+    assert!(
+        significantly_negative(Estimate {
+            mean: -c4.pos.mean,
+            se: c4.pos.se
+        }),
+        "{c4:?}"
+    );
+
+    // Theorem 4a-ii above w*₊₁ = 1.301 (w = 2 → 2.5): ΔA₋₁ < ΔA₊₁ < 0. The classes use
+    // independent streams, so the standard errors of the two differences add in quadrature.
+    let s = sweep(figure1(), &[2.0, 2.5], 0.0, N, 32).unwrap();
+    let t4 = s.steps[0].difference.clean;
+    assert!(significantly_negative(t4.pos), "{t4:?}");
+    let gap = Estimate {
+        mean: t4.neg.mean - t4.pos.mean,
+        se: t4.neg.se.hypot(t4.pos.se),
+    };
+    assert!(significantly_negative(gap), "{t4:?}");
+
+    // Note C5 (σ = 1, d = 1, η = 0.4, p = 0.85/0.4, ε = 2η, w = 0.1 → 0.2): with p₋₁ < 1/2
+    // the hard class's robust accuracy falls, against Theorem 4b.
+    let m = BinaryModel::new(1, 0.4, 1.0, 0.85, 0.4).unwrap();
+    let s = sweep(m, &[0.1, 0.2], 0.8, N, 33).unwrap();
+    let c5 = s.steps[0].difference.robust_paper.neg;
+    assert!(significantly_negative(c5), "{c5:?}");
+
+    // Erratum C6 (Figure 1, ε = 0.8, w = 0.1 → 0.5): under the paper's adversary R₋₁ rises
+    // (Theorem 4b-ii), under the full ℓ∞ adversary of definition (4) it falls.
+    let s = sweep(figure1(), &[0.1, 0.5], 0.8, N, 34).unwrap();
+    let d = &s.steps[0].difference;
+    let paper = d.robust_paper.neg;
+    assert!(
+        significantly_negative(Estimate {
+            mean: -paper.mean,
+            se: paper.se
+        }),
+        "{paper:?}"
+    );
+    assert!(
+        significantly_negative(d.robust_full.neg),
+        "{:?}",
+        d.robust_full.neg
+    );
 }

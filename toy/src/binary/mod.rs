@@ -23,7 +23,7 @@ pub use ccm::{CcmEpoch, CcmReport, ccm_run};
 pub use fit::{EmpiricalArgmax, FitReport, SurrogateFit, fit_report, maximise_accuracy};
 pub use perturb::LinearClassifier;
 pub use sampler::{Sampler, Samples};
-pub use simulate::{Estimate, Simulation, simulate};
+pub use simulate::{Estimate, Point, Simulation, Step, Sweep, simulate, sweep};
 
 use classwise_theory::model::Class;
 

@@ -50,14 +50,10 @@ pub struct Accuracies<T> {
     pub robust_full: PerClass<T>,
 }
 
-/// The output of `classwise toy simulate`.
+/// Estimates at one w, next to the closed forms.
 #[derive(Clone, Debug, Serialize)]
-pub struct Simulation {
-    pub model: BinaryModel,
+pub struct Point {
     pub w: f64,
-    pub eps: f64,
-    pub samples_per_class: u64,
-    pub seed: u64,
     #[serde(flatten)]
     pub estimates: Accuracies<Estimate>,
     /// The closed forms of `classwise-theory` at the same parameters.
@@ -66,7 +62,7 @@ pub struct Simulation {
     pub z: Accuracies<f64>,
 }
 
-impl Simulation {
+impl Point {
     /// The largest |z| over every accuracy and class.
     pub fn max_abs_z(&self) -> f64 {
         let z = &self.z;
@@ -77,93 +73,226 @@ impl Simulation {
     }
 }
 
-/// Correct counts in one chunk: clean, paper adversary, full adversary.
-fn count_chunk(f: &LinearClassifier, s: &Samples, eps: f64) -> [u64; 3] {
-    let y = label(s.y);
-    let mut buf = vec![0.0; s.dim];
-    let mut hits = [0u64; 3];
-    for x in s.rows() {
-        hits[0] += u64::from(f.margin(x, y) > 0.0);
-        for (h, adv) in hits[1..]
-            .iter_mut()
-            .zip([Adversary::Paper, Adversary::Full])
-        {
-            f.worst_case_into(x, y, eps, adv, &mut buf);
-            *h += u64::from(f.margin(&buf, y) > 0.0);
-        }
-    }
-    hits
+/// The output of `classwise toy simulate`: one [`Point`].
+#[derive(Clone, Debug, Serialize)]
+pub struct Simulation {
+    pub model: BinaryModel,
+    pub eps: f64,
+    pub samples_per_class: u64,
+    pub seed: u64,
+    #[serde(flatten)]
+    pub point: Point,
 }
 
-/// Correct counts of class y over `n` samples.
+impl Simulation {
+    /// The largest |z| over every accuracy and class.
+    pub fn max_abs_z(&self) -> f64 {
+        self.point.max_abs_z()
+    }
+}
+
+/// The output of `classwise toy sweep`: one [`Point`] per w, all on the same samples (common
+/// random numbers), so differences between neighbouring w are estimated far more precisely
+/// than each accuracy alone.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sweep {
+    pub model: BinaryModel,
+    pub eps: f64,
+    pub samples_per_class: u64,
+    pub seed: u64,
+    pub points: Vec<Point>,
+    /// Between consecutive w: the paired difference of each accuracy with its standard error
+    /// (much smaller than that of either accuracy alone).
+    pub steps: Vec<Step>,
+}
+
+/// acc(w_to) − acc(w_from) for consecutive values of a [`Sweep`].
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub from_w: f64,
+    pub to_w: f64,
+    #[serde(flatten)]
+    pub difference: Accuracies<Estimate>,
+}
+
+/// Counts of one classifier: correct predictions (clean, paper adversary, full adversary) and,
+/// against the previous classifier of the sweep, samples that became correct (`up`) or wrong
+/// (`down`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    hits: [u64; 3],
+    up: [u64; 3],
+    down: [u64; 3],
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        for i in 0..3 {
+            self.hits[i] += o.hits[i];
+            self.up[i] += o.up[i];
+            self.down[i] += o.down[i];
+        }
+    }
+}
+
+/// [`Counts`] of every classifier over one chunk.
+fn count_chunk(fs: &[LinearClassifier], s: &Samples, eps: f64) -> Vec<Counts> {
+    let y = label(s.y);
+    let mut buf = vec![0.0; s.dim];
+    let mut counts = vec![Counts::default(); fs.len()];
+    for x in s.rows() {
+        let mut prev: Option<[bool; 3]> = None;
+        for (f, c) in fs.iter().zip(counts.iter_mut()) {
+            let mut ok = [f.margin(x, y) > 0.0, false, false];
+            for (o, adv) in ok[1..].iter_mut().zip([Adversary::Paper, Adversary::Full]) {
+                f.worst_case_into(x, y, eps, adv, &mut buf);
+                *o = f.margin(&buf, y) > 0.0;
+            }
+            for i in 0..3 {
+                c.hits[i] += u64::from(ok[i]);
+                if let Some(p) = prev {
+                    c.up[i] += u64::from(ok[i] && !p[i]);
+                    c.down[i] += u64::from(!ok[i] && p[i]);
+                }
+            }
+            prev = Some(ok);
+        }
+    }
+    counts
+}
+
+/// [`Counts`] of class y over `n` samples, per classifier.
 fn count_class(
     sampler: &Sampler,
-    f: &LinearClassifier,
+    fs: &[LinearClassifier],
     y: Class,
     eps: f64,
     n: usize,
     seed: u64,
-) -> [u64; 3] {
+) -> Vec<Counts> {
     sampler
-        .map_chunks(y, n, seed, |s| count_chunk(f, s, eps))
+        .map_chunks(y, n, seed, |s| count_chunk(fs, s, eps))
         .into_iter()
-        .fold([0; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]])
+        .fold(vec![Counts::default(); fs.len()], |mut acc, part| {
+            acc.iter_mut().zip(&part).for_each(|(a, b)| a.add(b));
+            acc
+        })
+}
+
+/// A paired difference acc(w') − acc(w) on the same n samples: mean (n_up − n_down)/n and
+/// standard error √(((n_up + n_down)/n − mean²)/n).
+fn paired_difference(up: u64, down: u64, n: u64) -> Estimate {
+    let nf = n as f64;
+    let mean = (up as f64 - down as f64) / nf;
+    let var = ((up + down) as f64 / nf - mean * mean).max(0.0) / nf;
+    Estimate {
+        mean,
+        se: var.sqrt(),
+    }
+}
+
+/// The closed forms at one w.
+fn closed_forms(model: &BinaryModel, w: f64, eps: f64) -> Result<Accuracies<f64>> {
+    let both = |f: &dyn Fn(Class) -> classwise_theory::Result<f64>| -> Result<PerClass<f64>> {
+        Ok(PerClass {
+            pos: f(Class::Pos)?,
+            neg: f(Class::Neg)?,
+        })
+    };
+    Ok(Accuracies {
+        clean: both(&|y| model.clean_accuracy(y, w))?,
+        robust_paper: both(&|y| model.robust_accuracy(y, w, eps, Adversary::Paper))?,
+        robust_full: both(&|y| model.robust_accuracy(y, w, eps, Adversary::Full))?,
+    })
 }
 
 /// Simulates `n` samples per class, applies the exact worst-case perturbation of budget ε
-/// (paper and full adversary) to every sample, and counts the correct predictions of f_w.
-/// ε is the budget of `theory eval` (≥ 0, finite); w > 0.
-pub fn simulate(model: BinaryModel, w: f64, eps: f64, n: usize, seed: u64) -> Result<Simulation> {
-    require("w", w, w > 0.0 && w.is_finite(), "finite and > 0")?;
+/// (paper and full adversary) to every sample, and counts the correct predictions of f_w for
+/// every w in `ws` on the same samples. ε is the budget of `theory eval` (≥ 0, finite); every
+/// w > 0.
+pub fn sweep(model: BinaryModel, ws: &[f64], eps: f64, n: usize, seed: u64) -> Result<Sweep> {
+    require_count("w (number of values)", ws.len(), 1)?;
+    for &w in ws {
+        require("w", w, w > 0.0 && w.is_finite(), "finite and > 0")?;
+    }
     require("eps", eps, eps >= 0.0 && eps.is_finite(), "finite and >= 0")?;
     require_count("samples", n, 1)?;
     let sampler = Sampler::new(model);
-    let f = LinearClassifier::cfa(w, model.d() as usize);
-    let pos = count_class(&sampler, &f, Class::Pos, eps, n, seed);
-    let neg = count_class(&sampler, &f, Class::Neg, eps, n, seed);
+    let fs: Vec<LinearClassifier> = ws
+        .iter()
+        .map(|&w| LinearClassifier::cfa(w, model.d() as usize))
+        .collect();
+    let pos = count_class(&sampler, &fs, Class::Pos, eps, n, seed);
+    let neg = count_class(&sampler, &fs, Class::Neg, eps, n, seed);
     let nn = n as u64;
-    let est = |i: usize| PerClass {
-        pos: Estimate::from_counts(pos[i], nn),
-        neg: Estimate::from_counts(neg[i], nn),
-    };
-    let estimates = Accuracies {
-        clean: est(0),
-        robust_paper: est(1),
-        robust_full: est(2),
-    };
-    let cf = |y: Class, i: usize| match i {
-        0 => model.clean_accuracy(y, w),
-        1 => model.robust_accuracy(y, w, eps, Adversary::Paper),
-        _ => model.robust_accuracy(y, w, eps, Adversary::Full),
-    };
-    let closed = |i: usize| -> Result<PerClass<f64>> {
-        Ok(PerClass {
-            pos: cf(Class::Pos, i)?,
-            neg: cf(Class::Neg, i)?,
-        })
-    };
-    let closed_form = Accuracies {
-        clean: closed(0)?,
-        robust_paper: closed(1)?,
-        robust_full: closed(2)?,
+    let accuracies = |i: usize, f: &dyn Fn(&Counts, usize) -> Estimate| {
+        let both = |k: usize| PerClass {
+            pos: f(&pos[i], k),
+            neg: f(&neg[i], k),
+        };
+        Accuracies {
+            clean: both(0),
+            robust_paper: both(1),
+            robust_full: both(2),
+        }
     };
     let z = |e: PerClass<Estimate>, c: PerClass<f64>| PerClass {
         pos: e.pos.z_against(c.pos, nn),
         neg: e.neg.z_against(c.neg, nn),
     };
-    Ok(Simulation {
+    let points = ws
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            let estimates = accuracies(i, &|c, k| Estimate::from_counts(c.hits[k], nn));
+            let closed_form = closed_forms(&model, w, eps)?;
+            Ok(Point {
+                w,
+                z: Accuracies {
+                    clean: z(estimates.clean, closed_form.clean),
+                    robust_paper: z(estimates.robust_paper, closed_form.robust_paper),
+                    robust_full: z(estimates.robust_full, closed_form.robust_full),
+                },
+                estimates,
+                closed_form,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let steps = (1..ws.len())
+        .map(|i| Step {
+            from_w: ws[i - 1],
+            to_w: ws[i],
+            difference: accuracies(i, &|c, k| paired_difference(c.up[k], c.down[k], nn)),
+        })
+        .collect();
+    Ok(Sweep {
         model,
-        w,
         eps,
         samples_per_class: nn,
         seed,
-        z: Accuracies {
-            clean: z(estimates.clean, closed_form.clean),
-            robust_paper: z(estimates.robust_paper, closed_form.robust_paper),
-            robust_full: z(estimates.robust_full, closed_form.robust_full),
-        },
-        estimates,
-        closed_form,
+        points,
+        steps,
+    })
+}
+
+/// [`sweep`] at a single w.
+pub fn simulate(model: BinaryModel, w: f64, eps: f64, n: usize, seed: u64) -> Result<Simulation> {
+    let s = sweep(model, &[w], eps, n, seed)?;
+    let point = s
+        .points
+        .into_iter()
+        .next()
+        .ok_or(crate::ToyError::LengthMismatch {
+            what: "sweep points",
+            expected: 1,
+            got: 0,
+        })?;
+    Ok(Simulation {
+        model,
+        eps,
+        samples_per_class: s.samples_per_class,
+        seed,
+        point,
     })
 }
 
