@@ -459,24 +459,41 @@ fn scatter_csv(model: BinaryModel, n: usize, seed: u64) -> anyhow::Result<String
 }
 
 fn bench(d: u32, samples: usize) -> anyhow::Result<()> {
+    use classwise_toy::multiclass::{Method, RunConfig, run};
     let model = BinaryModel::new(d, 0.4, 1.0, 0.85, 0.7)?;
     let threads = rayon::current_num_threads();
-    println!("toy simulate: d = {d}, {samples} samples per class (2 classes), clean + 2 attacks");
-    for t in [1, threads] {
+    let mut out = format!(
+        "toy simulate: d = {d}, {samples} samples per class (2 classes), clean + 2 attacks\n"
+    );
+    let mut counts = vec![1];
+    if threads > 1 {
+        counts.push(threads);
+    }
+    for t in counts {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
         let start = Instant::now();
         pool.install(|| simulate(model, 1.0, 0.1, samples, 0))?;
         let secs = start.elapsed().as_secs_f64();
-        println!(
+        let _ = writeln!(
+            out,
             "threads {t}: {secs:.3} s, {:.3e} samples/s, {:.3e} coordinates/s",
             2.0 * samples as f64 / secs,
             2.0 * samples as f64 * f64::from(d + 1) / secs
         );
-        if threads == 1 {
-            break;
-        }
     }
-    Ok(())
+    for method in [Method::At, Method::Trades] {
+        let config = RunConfig::preset(method);
+        let start = Instant::now();
+        run(&config)?;
+        let secs = start.elapsed().as_secs_f64();
+        let _ = writeln!(
+            out,
+            "toy multiclass --method {method}: {} epochs in {secs:.3} s ({:.1} ms/epoch)",
+            config.epochs,
+            1e3 * secs / config.epochs as f64
+        );
+    }
+    emit(&out)
 }
 
 fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {

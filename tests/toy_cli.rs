@@ -13,6 +13,16 @@ fn json(args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("{args:?} did not print JSON ({e}):\n{}", text(&out)))
 }
 
+/// Runs a command that must succeed and print every one of `needles`.
+fn succeeds_printing(args: &[&str], needles: &[&str]) {
+    let out = classwise(args).output().unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{args:?}: {t}");
+    for n in needles {
+        assert!(t.contains(n), "{args:?} did not print {n:?}: {t}");
+    }
+}
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -179,13 +189,9 @@ fn multiclass_reports_history_and_tables() {
     let best = per.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     assert!((f(&robust["mcd"]) - (best - worst)).abs() < 1e-12);
     // The text form names the method and prints the final table.
-    let out = classwise(&["toy", "multiclass", "--method", "wat", "--epochs", "2"])
-        .output()
-        .unwrap();
-    let t = text(&out);
-    assert!(
-        out.status.success() && t.contains("wat/trades") && t.contains("robust per class"),
-        "{t}"
+    succeeds_printing(
+        &["toy", "multiclass", "--method", "wat", "--epochs", "2"],
+        &["wat/trades", "robust per class"],
     );
 }
 
@@ -267,13 +273,9 @@ fn bad_toy_input_names_the_field() {
 /// The benchmark prints its measurements.
 #[test]
 fn bench_prints_samples_per_second() {
-    let out = classwise(&["toy", "bench", "--samples", "20000", "--d", "3"])
-        .output()
-        .unwrap();
-    let t = text(&out);
-    assert!(
-        out.status.success() && t.contains("threads 1:") && t.contains("samples/s"),
-        "{t}"
+    succeeds_printing(
+        &["toy", "bench", "--samples", "20000", "--d", "3"],
+        &["threads 1:", "samples/s", "ms/epoch"],
     );
 }
 
