@@ -465,6 +465,8 @@ fn bench(d: u32, samples: usize) -> anyhow::Result<()> {
     let mut out = format!(
         "toy simulate: d = {d}, {samples} samples per class (2 classes), clean + 2 attacks\n"
     );
+    // Warm-up: thread pool, allocator and caches.
+    simulate(model, 1.0, 0.1, samples.min(100_000), 1)?;
     let mut counts = vec![1];
     if threads > 1 {
         counts.push(threads);
