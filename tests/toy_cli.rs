@@ -344,3 +344,45 @@ fn sweep_json_reports_points_and_paired_steps() {
         }
     }
 }
+
+/// `--config` reruns a report's configuration exactly; a damaged file is an error naming it.
+#[test]
+fn multiclass_config_file_reproduces_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = json(&[
+        "toy",
+        "multiclass",
+        "--method",
+        "frl",
+        "--epochs",
+        "3",
+        "--json",
+    ]);
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, first["config"].to_string()).unwrap();
+    let path = config.to_str().unwrap();
+    let again = json(&["toy", "multiclass", "--config", path, "--json"]);
+    assert_eq!(first, again);
+    let reseeded = json(&[
+        "toy",
+        "multiclass",
+        "--config",
+        path,
+        "--seed",
+        "9",
+        "--json",
+    ]);
+    assert_eq!(reseeded["config"]["seed"], 9);
+    assert_ne!(reseeded["history"], first["history"]);
+
+    std::fs::write(&config, "{\"seed\": 1}").unwrap();
+    let out = classwise(&["toy", "multiclass", "--config", path])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("config.json") && t.contains("not a toy run configuration"),
+        "{t}"
+    );
+}
