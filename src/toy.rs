@@ -361,8 +361,12 @@ fn fit_table(r: &classwise_toy::binary::FitReport) -> String {
     }
     let _ = writeln!(
         out,
-        "empirical w-hat non-decreasing in eps (Theorem 2): {}",
-        r.empirical_monotone
+        "empirical w-hat non-decreasing in eps (Theorem 2): {}{}",
+        r.empirical_monotone,
+        match r.adversary {
+            Adversary::Paper => "",
+            Adversary::Full => " (Theorem 2 holds for the paper's adversary only: erratum C6)",
+        }
     );
     for (c, e, cf) in [
         (
@@ -433,7 +437,11 @@ fn ccm_table(r: &CcmReport) -> String {
 }
 
 fn short(a: classwise_theory::model::Argmax) -> String {
-    a.value().map_or(a.label(), |v| format!("{v:.5}"))
+    match a.value() {
+        Some(v) if v != 0.0 && v.abs() < 1e-3 => format!("{v:.3e}"),
+        Some(v) => format!("{v:.5}"),
+        None => a.label(),
+    }
 }
 
 /// CSV with header `y,x1,...,x{d+1}`, positive class first.

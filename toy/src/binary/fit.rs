@@ -129,7 +129,7 @@ pub fn conditions(
 pub struct SurrogateFit {
     pub w1: f64,
     pub w2: f64,
-    /// w = w₁/w₂ ("+inf" when w₂ = 0).
+    /// w = w₁/w₂ ("+inf" when w₂ = 0 < w₁, "constant" when both are 0: the zero score).
     pub w: ArgmaxJson,
     /// Mean logistic loss at the optimum.
     pub loss: f64,
@@ -199,8 +199,11 @@ pub fn fit_surrogate(conditions: &[Condition], max_iter: usize, tol: f64) -> Res
     let (w1, w2) = (theta[0], theta[1] / scale);
     let w = if w2 > 0.0 {
         Argmax::At(w1 / w2)
-    } else {
+    } else if w1 > 0.0 {
         Argmax::PlusInfinity
+    } else {
+        // w₁ = w₂ = 0: the zero score, no direction at all.
+        Argmax::Constant
     };
     Ok(SurrogateFit {
         w1,
