@@ -20,6 +20,25 @@ pub enum TrainerError {
     )]
     BadIdx { path: PathBuf, reason: String },
 
+    /// A data file in a known format with a problem at a known place.
+    #[error("{path}{}: {reason}", offset.map(|o| format!(" at byte {o}")).unwrap_or_default())]
+    BadData {
+        path: PathBuf,
+        offset: Option<u64>,
+        reason: String,
+    },
+
+    /// An invalid value of a configuration field or argument, named by `field`.
+    #[error("`{field}` = {value}: expected {expected}")]
+    Invalid {
+        field: String,
+        value: String,
+        expected: String,
+    },
+
+    #[error(transparent)]
+    Theory(#[from] classwise_theory::TheoryError),
+
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),
 
@@ -28,6 +47,19 @@ pub enum TrainerError {
         what: &'static str,
         source: serde_json::Error,
     },
+}
+
+/// An [`TrainerError::Invalid`] for `field`.
+pub fn invalid(
+    field: impl Into<String>,
+    value: impl std::fmt::Display,
+    expected: impl Into<String>,
+) -> TrainerError {
+    TrainerError::Invalid {
+        field: field.into(),
+        value: value.to_string(),
+        expected: expected.into(),
+    }
 }
 
 /// Attaches an action and a path to an `io::Error`.

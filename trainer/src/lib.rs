@@ -4,11 +4,13 @@
 //!
 //! Code is device-agnostic: [`default_device`] picks CUDA when libtorch has it, else the CPU.
 
+pub mod attack;
 pub mod data;
 pub mod doctor;
 pub mod error;
 pub mod gradcheck;
 pub mod io;
+pub mod model;
 pub mod paths;
 pub mod seed;
 

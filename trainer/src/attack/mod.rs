@@ -1,0 +1,1 @@
+//! Attacks (in progress).
