@@ -1,0 +1,157 @@
+//! Early-stopped PGD: FAT's friendly adversarial examples (Zhang et al. 2020; algorithms spec §2)
+//! and BAT's boundary pairs (spec §7).
+//!
+//! Before each of at most `steps` ascent steps the batch is classified at the current iterate.
+//! Each sample has a budget `control` = τ of steps it may still take once misclassified:
+//!
+//! * [`EarlyStopVariant::Original`] (Zhang et al.): a misclassified sample with budget 0 is
+//!   frozen for good; a misclassified sample with budget left spends one and steps; a correct
+//!   sample steps.
+//! * [`EarlyStopVariant::CfaRepo`] (`PKU-ML/CFA` `fat_loss`): a sample steps iff its budget is
+//!   positive, and spends one when misclassified; a sample whose budget reached 0 never steps
+//!   again, whatever its prediction (spec §13.18).
+//!
+//! BAT is τ = 0 with the original rule and the TRADES KL loss: a sample stops at its first
+//! misclassification. Every run also returns the **boundary pair**: `last_correct` (x_c, the last
+//! iterate classified correctly at a check that was followed by a step) and `first_wrong` (x_a,
+//! the iterate that step produced). A sample misclassified at its start keeps x_c = x_a = x; a
+//! sample never misclassified ends with x_c = the iterate after `steps − 1` steps and x_a = after
+//! `steps` (spec §7, §13.19).
+
+use serde::{Deserialize, Serialize};
+use tch::nn::ModuleT;
+use tch::{Kind, Tensor};
+
+use super::loss::AttackLoss;
+use super::pgd::{Ascent, Start, StepSize, validate_common};
+use super::{Attack, AttackInput, project, row_shape};
+use crate::error::Result;
+
+/// Which early-stopping rule (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EarlyStopVariant {
+    Original,
+    CfaRepo,
+}
+
+/// Early-stopped PGD.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EarlyStoppedPgd {
+    /// At most this many steps (K).
+    pub steps: usize,
+    pub step: StepSize,
+    pub start: Start,
+    pub loss: AttackLoss,
+    /// τ: steps a sample may take after being found misclassified.
+    pub tau: usize,
+    pub variant: EarlyStopVariant,
+}
+
+/// The result of [`EarlyStoppedPgd::run`].
+#[derive(Debug)]
+pub struct EarlyStopped {
+    /// The emitted (friendly) examples.
+    pub x_adv: Tensor,
+    /// Ascent steps each sample took (int64, [N]).
+    pub steps_taken: Tensor,
+    /// x_c: the last iterate found correct before a step (x when none).
+    pub last_correct: Tensor,
+    /// x_a: the iterate that step produced (x when none).
+    pub first_wrong: Tensor,
+}
+
+impl EarlyStoppedPgd {
+    /// FAT as run in the CFA repository: τ = 3, K = 10, step 2/255, uniform start, CE.
+    pub fn fat_cfa(tau: usize, steps: usize, step: f64) -> Self {
+        EarlyStoppedPgd {
+            steps,
+            step: StepSize::Absolute(step),
+            start: Start::Uniform,
+            loss: AttackLoss::CrossEntropy,
+            tau,
+            variant: EarlyStopVariant::CfaRepo,
+        }
+    }
+
+    /// BAT's boundary examples: TRADES KL from x + 0.001·N(0, I), stop at the first
+    /// misclassification (spec §7; ξ = 0.001 is inferred there).
+    pub fn bat(steps: usize, step: f64) -> Self {
+        EarlyStoppedPgd {
+            steps,
+            step: StepSize::Absolute(step),
+            start: Start::Normal { std: 0.001 },
+            loss: AttackLoss::TradesKl,
+            tau: 0,
+            variant: EarlyStopVariant::Original,
+        }
+    }
+
+    /// Runs the attack.
+    pub fn run(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<EarlyStopped> {
+        validate_common(self.step, self.start, self.loss)?;
+        let ascent = Ascent::new(model, input, self.step, self.loss)?;
+        let x = input.x;
+        let n = x.size()[0];
+        let dev = x.device();
+        let mut x_adv = ascent.start(self.start);
+        let mut control = Tensor::full([n], self.tau as i64, (Kind::Int64, dev));
+        let mut frozen = Tensor::zeros([n], (Kind::Bool, dev));
+        let mut steps_taken = Tensor::zeros([n], (Kind::Int64, dev));
+        let mut last_correct = x.copy();
+        let mut first_wrong = x.copy();
+        let rows = |mask: &Tensor| mask.view(row_shape(x.dim()).as_slice());
+        for _ in 0..self.steps {
+            let correct = tch::no_grad(|| {
+                model
+                    .forward_t(&x_adv, input.train)
+                    .argmax(-1, false)
+                    .eq_tensor(input.y)
+            });
+            let wrong = correct.logical_not();
+            let has_budget = control.gt(0);
+            let stepping = match self.variant {
+                EarlyStopVariant::CfaRepo => has_budget.copy(),
+                EarlyStopVariant::Original => {
+                    frozen = frozen.logical_or(&wrong.logical_and(&has_budget.logical_not()));
+                    frozen.logical_not()
+                }
+            };
+            control = &control - wrong.logical_and(&has_budget).to_kind(Kind::Int64);
+            if !bool::try_from(stepping.any())? {
+                break;
+            }
+            let stepped = ascent.step(&x_adv)?;
+            tch::no_grad(|| {
+                let at_boundary = rows(&stepping.logical_and(&correct));
+                last_correct = last_correct.where_self(&at_boundary.logical_not(), &x_adv);
+                first_wrong = first_wrong.where_self(&at_boundary.logical_not(), &stepped);
+                x_adv = stepped.where_self(&rows(&stepping), &x_adv);
+            });
+            steps_taken += stepping.to_kind(Kind::Int64);
+        }
+        let x_adv = tch::no_grad(|| project(&x_adv, x, &ascent.eps));
+        Ok(EarlyStopped {
+            x_adv,
+            steps_taken,
+            last_correct,
+            first_wrong,
+        })
+    }
+}
+
+impl Attack for EarlyStoppedPgd {
+    fn describe(&self) -> String {
+        format!(
+            "early-stopped-pgd-{} {} tau {} {:?}",
+            self.steps,
+            self.loss.name(),
+            self.tau,
+            self.variant
+        )
+    }
+
+    fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+        Ok(self.run(model, input)?.x_adv)
+    }
+}

@@ -1,0 +1,214 @@
+//! Projected gradient ascent in the ℓ∞ ball (Madry et al.; algorithms spec §1.3, §1.4):
+//!
+//! ```text
+//! x' ← start(x)
+//! repeat n times: x' ← Clip01(Π_{ε_i}(x' + α_i·sign(∇_{x'} L)))
+//! ```
+
+use serde::{Deserialize, Serialize};
+use tch::nn::ModuleT;
+use tch::{Kind, Tensor};
+
+use super::loss::AttackLoss;
+use super::{Attack, AttackInput, check_input, input_gradient, project};
+use crate::error::{Result, invalid};
+
+/// The random start of PGD.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Start {
+    /// x' = x.
+    None,
+    /// x' = Clip01(x + U(−ε_i, ε_i)) elementwise (Madry; scaled by the per-sample ε, spec §13.4).
+    Uniform,
+    /// x' = x + std·N(0, I), **not** clipped before the first step (TRADES: std = 0.001).
+    Normal { std: f64 },
+}
+
+/// The step size α_i.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "value")]
+pub enum StepSize {
+    /// The same α for every sample whatever its ε_i (CFA: 2/255, spec §3.4).
+    Absolute(f64),
+    /// α_i = f·ε_i (e.g. FAT's CW step ε/4; FGSM is one step with f = 1).
+    FractionOfEps(f64),
+}
+
+/// PGD with any [`AttackLoss`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pgd {
+    pub steps: usize,
+    pub step: StepSize,
+    pub start: Start,
+    pub loss: AttackLoss,
+}
+
+impl Pgd {
+    /// Madry PGD on CE with a uniform start.
+    pub fn ce(steps: usize, step: f64) -> Self {
+        Pgd {
+            steps,
+            step: StepSize::Absolute(step),
+            start: Start::Uniform,
+            loss: AttackLoss::CrossEntropy,
+        }
+    }
+
+    /// FGSM: one step of size ε_i on CE from x (Goodfellow et al.).
+    pub fn fgsm() -> Self {
+        Pgd {
+            steps: 1,
+            step: StepSize::FractionOfEps(1.0),
+            start: Start::None,
+            loss: AttackLoss::CrossEntropy,
+        }
+    }
+
+    /// The TRADES inner maximisation: KL from x + 0.001·N(0, I) (spec §1.4).
+    pub fn trades(steps: usize, step: f64) -> Self {
+        Pgd {
+            steps,
+            step: StepSize::Absolute(step),
+            start: Start::Normal { std: 0.001 },
+            loss: AttackLoss::TradesKl,
+        }
+    }
+
+    /// CW∞: PGD on the margin loss with κ = 50 (WAT: 30 steps of 0.003, spec §1.5).
+    pub fn cw(steps: usize, step: f64) -> Self {
+        Pgd {
+            steps,
+            step: StepSize::Absolute(step),
+            start: Start::Uniform,
+            loss: AttackLoss::CwMargin { kappa: 50.0 },
+        }
+    }
+
+    /// Tian et al.'s Temperature-PGD: CE on z/T with 1/T = `inv_t` (spec §8).
+    pub fn temperature(steps: usize, step: f64, inv_t: f64) -> Self {
+        Pgd {
+            steps,
+            step: StepSize::Absolute(step),
+            start: Start::Uniform,
+            loss: AttackLoss::Temperature { inv_t },
+        }
+    }
+
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<()> {
+        validate_common(self.step, self.start, self.loss)
+    }
+}
+
+/// Checks a step size, a start and a loss.
+pub(crate) fn validate_common(step: StepSize, start: Start, loss: AttackLoss) -> Result<()> {
+    let (StepSize::Absolute(a) | StepSize::FractionOfEps(a)) = step;
+    if !(a.is_finite() && a >= 0.0) {
+        return Err(invalid("attack.step", a, "finite and >= 0"));
+    }
+    if let Start::Normal { std } = start
+        && !(std.is_finite() && std >= 0.0)
+    {
+        return Err(invalid("attack.start.std", std, "finite and >= 0"));
+    }
+    match loss {
+        AttackLoss::CwMargin { kappa } if !(kappa.is_finite() && kappa >= 0.0) => {
+            Err(invalid("attack.loss.kappa", kappa, "finite and >= 0"))
+        }
+        AttackLoss::Temperature { inv_t } if !(inv_t.is_finite() && inv_t > 0.0) => {
+            Err(invalid("attack.loss.inv_t", inv_t, "finite and > 0"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The state every PGD-style attack shares: clean input, broadcast budgets and step sizes, the
+/// clean probabilities when the loss needs them.
+pub(crate) struct Ascent<'a> {
+    pub model: &'a dyn ModuleT,
+    pub input: &'a AttackInput<'a>,
+    pub loss: AttackLoss,
+    pub eps: Tensor,
+    pub alpha: Tensor,
+    pub clean_prob: Option<Tensor>,
+}
+
+impl<'a> Ascent<'a> {
+    pub fn new(
+        model: &'a dyn ModuleT,
+        input: &'a AttackInput<'a>,
+        step: StepSize,
+        loss: AttackLoss,
+    ) -> Result<Self> {
+        check_input(input)?;
+        let eps = input.eps.broadcast(input.x.dim()).to_kind(input.x.kind());
+        let alpha = match step {
+            StepSize::Absolute(a) => eps.ones_like() * a,
+            StepSize::FractionOfEps(f) => &eps * f,
+        };
+        let clean_prob = if loss.needs_clean() {
+            Some(tch::no_grad(|| {
+                model
+                    .forward_t(input.x, input.train)
+                    .softmax(-1, Kind::Float)
+            }))
+        } else {
+            None
+        };
+        Ok(Ascent {
+            model,
+            input,
+            loss,
+            eps,
+            alpha,
+            clean_prob,
+        })
+    }
+
+    /// The start point.
+    pub fn start(&self, start: Start) -> Tensor {
+        let x = self.input.x;
+        match start {
+            Start::None => x.copy(),
+            Start::Uniform => {
+                let u = x.rand_like() * 2.0 - 1.0;
+                (x + u * &self.eps).clamp(0.0, 1.0)
+            }
+            Start::Normal { std } => x + x.randn_like() * std,
+        }
+    }
+
+    /// One ascent step from `x_adv` (detached result).
+    pub fn step(&self, x_adv: &Tensor) -> Result<Tensor> {
+        let xa = x_adv.detach().set_requires_grad(true);
+        let z = self.model.forward_t(&xa, self.input.train);
+        let loss = self.loss.value(&z, self.input.y, self.clean_prob.as_ref());
+        let g = input_gradient(&loss, &xa)?;
+        Ok(tch::no_grad(|| {
+            project(&(x_adv + &self.alpha * g.sign()), self.input.x, &self.eps)
+        }))
+    }
+}
+
+impl Attack for Pgd {
+    fn describe(&self) -> String {
+        let step = match self.step {
+            StepSize::Absolute(a) => format!("step {a}"),
+            StepSize::FractionOfEps(f) => format!("step {f}*eps"),
+        };
+        format!("pgd-{} {} {step}", self.steps, self.loss.name())
+    }
+
+    fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+        self.validate()?;
+        let ascent = Ascent::new(model, input, self.step, self.loss)?;
+        let mut x_adv = ascent.start(self.start);
+        for _ in 0..self.steps {
+            x_adv = ascent.step(&x_adv)?;
+        }
+        // A start that was not projected (TRADES' normal start with no step) is projected here
+        // so that every output is in the ball and in [0, 1].
+        Ok(tch::no_grad(|| project(&x_adv, input.x, &ascent.eps)))
+    }
+}
