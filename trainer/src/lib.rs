@@ -13,6 +13,7 @@ pub mod io;
 pub mod model;
 pub mod paths;
 pub mod seed;
+pub mod train;
 
 pub use error::{Result, TrainerError};
 pub use tch;

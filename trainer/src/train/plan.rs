@@ -1,0 +1,114 @@
+//! The per-class state of a run: the seam where the fairness methods plug in.
+//!
+//! Before each epoch a [`ClassRule`] yields a [`ClassPlan`] — per-class budget ε_k, TRADES β_k
+//! and loss weight w_k — and after the epoch it observes [`ClassStats`] (train robust accuracy
+//! t_k counted on the fly, validation accuracies and losses). The arithmetic of every rule lives
+//! in `classwise_theory::calibration`; a rule here only wires it to the epoch loop:
+//!
+//! * **CFA** (CCM eq. 6, CCR eq. 7): ε_k = (λ₁ + t_k)·ε and β_k = (λ₂ + t_k)·β from the previous
+//!   epoch's `train_robust` (`cfa_epoch_config`); FAWA is an epoch-end model-averaging hook,
+//!   gated on the worst validation class (`fawa_action`).
+//! * **WAT**: w_k = Hedge weights of the cumulative validation TRADES losses
+//!   (`wat_weights_from_history`), per-sample weight w_{y_i} + w_K (`wat_sample_weight`).
+//! * **FRL**: multipliers from validation standard/boundary errors (`frl_update`), turned into
+//!   CE/KL weights and ε multipliers (`frl_weights`).
+//! * **BAT**: no per-class state; it changes the objective (boundary pairs from
+//!   `attack::EarlyStoppedPgd::bat` and the uniform-KL target term).
+//!
+//! [`Uniform`] is the rule of the plain baselines.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, invalid};
+
+/// Per-class settings of one epoch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClassPlan {
+    /// ε_k: the training attack's budget for class k (sample i uses ε_{y_i}).
+    pub eps: Vec<f64>,
+    /// β_k: the TRADES trade-off for class k (ignored by other objectives).
+    pub beta: Vec<f64>,
+    /// w_k: the weight of class k's samples in the loss.
+    pub weight: Vec<f64>,
+}
+
+impl ClassPlan {
+    /// The same ε, β and weight 1 for `n_classes` classes.
+    pub fn uniform(n_classes: usize, eps: f64, beta: f64) -> Self {
+        ClassPlan {
+            eps: vec![eps; n_classes],
+            beta: vec![beta; n_classes],
+            weight: vec![1.0; n_classes],
+        }
+    }
+
+    pub fn n_classes(&self) -> usize {
+        self.eps.len()
+    }
+
+    /// Checks lengths and values.
+    pub fn validate(&self, n_classes: usize) -> Result<()> {
+        for (name, v) in [
+            ("eps", &self.eps),
+            ("beta", &self.beta),
+            ("weight", &self.weight),
+        ] {
+            if v.len() != n_classes {
+                return Err(invalid(
+                    format!("plan.{name}"),
+                    format!("{} values", v.len()),
+                    format!("{n_classes} (one per class)"),
+                ));
+            }
+            if let Some(bad) = v.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+                return Err(invalid(format!("plan.{name}"), bad, "finite and >= 0"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a rule observes after an epoch. Per-class vectors are indexed by class.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassStats {
+    /// t_k: correct / total of class k's adversarial training examples, counted on the fly on
+    /// the logits of the loss forward (spec §3.3).
+    pub train_robust: Vec<f64>,
+    pub val_clean: Vec<f64>,
+    pub val_robust: Vec<f64>,
+    /// Per-class mean validation loss (e.g. WAT's TRADES cost), when measured.
+    pub val_loss: Vec<f64>,
+}
+
+/// A per-class rule (see the module docs).
+pub trait ClassRule {
+    /// The plan of 0-based epoch `epoch`.
+    fn plan(&mut self, epoch: usize) -> Result<ClassPlan>;
+    /// Statistics of epoch `epoch`, after it ran.
+    fn observe(&mut self, epoch: usize, stats: &ClassStats) -> Result<()>;
+    /// The rule's state, for checkpoints (JSON).
+    fn state(&self) -> serde_json::Value;
+    /// Restores [`ClassRule::state`].
+    fn restore(&mut self, state: &serde_json::Value) -> Result<()>;
+}
+
+/// The baselines: the same plan every epoch.
+pub struct Uniform(pub ClassPlan);
+
+impl ClassRule for Uniform {
+    fn plan(&mut self, _epoch: usize) -> Result<ClassPlan> {
+        Ok(self.0.clone())
+    }
+
+    fn observe(&mut self, _epoch: usize, _stats: &ClassStats) -> Result<()> {
+        Ok(())
+    }
+
+    fn state(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    fn restore(&mut self, _state: &serde_json::Value) -> Result<()> {
+        Ok(())
+    }
+}

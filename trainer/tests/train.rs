@@ -1,0 +1,245 @@
+//! The optimiser (against tch's SGD, and across a save/restore), the schedules and the training
+//! objectives.
+
+use classwise_trainer::attack::Pgd;
+use classwise_trainer::seed::seeded;
+use classwise_trainer::train::{
+    ClassPlan, LrSchedule, Method, Objective, Sgd, SgdConfig, TradesScaling,
+};
+use tch::nn::{self, ModuleT, OptimizerConfig};
+use tch::{Device, Kind, Tensor};
+
+fn net(vs: &nn::Path) -> nn::SequentialT {
+    nn::seq_t()
+        .add(nn::conv2d(vs / "c1", 1, 3, 3, Default::default()))
+        .add(nn::batch_norm2d(vs / "bn", 3, Default::default()))
+        .add_fn(|x| x.relu().flatten(1, -1))
+        .add(nn::linear(vs / "fc", 3 * 6 * 6, 4, Default::default()))
+}
+
+fn batch(seed: i64) -> (Tensor, Tensor) {
+    seeded(seed, || {
+        (
+            Tensor::rand([8, 1, 8, 8], (Kind::Float, Device::Cpu)),
+            Tensor::randint(4, [8], (Kind::Int64, Device::Cpu)),
+        )
+    })
+}
+
+fn model(seed: i64) -> (nn::VarStore, nn::SequentialT) {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let m = seeded(seed, || net(&vs.root()));
+    (vs, m)
+}
+
+fn loss(m: &nn::SequentialT, step: i64) -> Tensor {
+    let (x, y) = batch(100 + step);
+    m.forward_t(&x, true).cross_entropy_for_logits(&y)
+}
+
+fn max_diff(a: &nn::VarStore, b: &nn::VarStore) -> f64 {
+    let (va, vb) = (a.variables(), b.variables());
+    va.iter()
+        .map(|(k, t)| (t - &vb[k]).abs().max().double_value(&[]))
+        .fold(0.0, f64::max)
+}
+
+const CONFIG: SgdConfig = SgdConfig {
+    momentum: 0.9,
+    weight_decay: 5e-4,
+    nesterov: false,
+};
+
+/// Our SGD and tch's (libtorch's torch::optim::SGD) give the same parameters after 6 steps, with
+/// and without Nesterov (spec §13.16).
+#[test]
+fn sgd_matches_libtorch_sgd() {
+    for nesterov in [false, true] {
+        let config = SgdConfig { nesterov, ..CONFIG };
+        let (vs_a, m_a) = model(1);
+        let (mut vs_b, m_b) = model(2);
+        vs_b.copy(&vs_a).unwrap();
+        let mut ours = Sgd::new(&vs_a, config).unwrap();
+        let mut theirs = nn::Sgd {
+            momentum: 0.9,
+            dampening: 0.0,
+            wd: 5e-4,
+            nesterov,
+        }
+        .build(&vs_b, 0.05)
+        .unwrap();
+        for step in 0..6 {
+            ours.zero_grad();
+            loss(&m_a, step).backward();
+            ours.step(0.05);
+            theirs.backward_step(&loss(&m_b, step));
+        }
+        let d = max_diff(&vs_a, &vs_b);
+        assert!(d < 1e-6, "nesterov {nesterov}: {d}");
+        // And the parameters did move.
+        let (vs_c, _) = model(1);
+        assert!(max_diff(&vs_a, &vs_c) > 1e-3);
+    }
+}
+
+/// Saving the momentum buffers after 3 steps and restoring them into a fresh optimiser (on a
+/// copy of the model) continues bit-identically.
+#[test]
+fn sgd_state_survives_save_and_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("optimizer.safetensors");
+    let (vs_a, m_a) = model(3);
+    let mut a = Sgd::new(&vs_a, CONFIG).unwrap();
+    let train = |m: &nn::SequentialT, opt: &mut Sgd, steps: std::ops::Range<i64>| {
+        for s in steps {
+            opt.zero_grad();
+            loss(m, s).backward();
+            opt.step(0.1);
+        }
+    };
+    train(&m_a, &mut a, 0..3);
+    a.save(&path).unwrap();
+    let (mut vs_b, m_b) = model(4);
+    vs_b.copy(&vs_a).unwrap();
+    let mut b = Sgd::new(&vs_b, CONFIG).unwrap();
+    b.load(&path).unwrap();
+    train(&m_a, &mut a, 3..6);
+    train(&m_b, &mut b, 3..6);
+    assert_eq!(max_diff(&vs_a, &vs_b), 0.0);
+    // Without the buffers the continuation differs.
+    let (mut vs_c, m_c) = model(5);
+    vs_c.copy(&vs_a).unwrap();
+    let mut c = Sgd::new(&vs_c, CONFIG).unwrap();
+    train(&m_c, &mut c, 6..7);
+    train(&m_a, &mut a, 6..7);
+    assert!(max_diff(&vs_a, &vs_c) > 0.0);
+}
+
+#[test]
+fn sgd_rejects_bad_state_and_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let (vs, _) = model(6);
+    let mut opt = Sgd::new(&vs, CONFIG).unwrap();
+    let path = dir.path().join("bad.safetensors");
+    let t = Tensor::zeros([2, 2], (Kind::Float, Device::Cpu));
+    Tensor::write_safetensors(&[("fc.weight", &t)], &path).unwrap();
+    let e = opt.load(&path).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.safetensors") && e.contains("fc.weight") && e.contains("shape"),
+        "{e}"
+    );
+    Tensor::write_safetensors(&[("nope", &t)], &path).unwrap();
+    let e = opt.load(&path).unwrap_err().to_string();
+    assert!(e.contains("`nope` names no parameter"), "{e}");
+    let e = opt
+        .load(&dir.path().join("missing.safetensors"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing.safetensors"), "{e}");
+    let bad = SgdConfig {
+        momentum: 1.5,
+        ..CONFIG
+    };
+    let e = Sgd::new(&vs, bad).err().unwrap().to_string();
+    assert!(e.contains("optimizer.momentum"), "{e}");
+    // BN running statistics are not parameters.
+    assert!(opt.parameter_names().all(|n| !n.contains("running")));
+    assert_eq!(opt.parameter_names().count(), 6);
+}
+
+#[test]
+fn schedules_follow_the_papers_indexing() {
+    // CFA, 200 epochs: 0.1, 0.01 from 0-based epoch 100, 0.001 from 150.
+    let cfa = LrSchedule::step_decay(0.1, &[100, 150]);
+    let lr = |s: &LrSchedule, e| s.lr(e);
+    assert_eq!(lr(&cfa, 99), 0.1);
+    assert!((lr(&cfa, 100) - 0.01).abs() < 1e-15 && (lr(&cfa, 150) - 0.001).abs() < 1e-15);
+    // WAT, 1-based: 0.01 from epoch 75, 0.001 from 90, 1e-4 in epoch 100.
+    let wat = LrSchedule::wat(0.1);
+    assert_eq!(lr(&wat, 73), 0.1);
+    assert!((lr(&wat, 74) - 0.01).abs() < 1e-15);
+    assert!((lr(&wat, 89) - 0.001).abs() < 1e-15);
+    assert!((lr(&wat, 99) - 1e-4).abs() < 1e-15);
+    let bad = LrSchedule {
+        base: 0.1,
+        pieces: vec![(10, 0.01), (5, 0.001)],
+    };
+    assert!(
+        bad.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("schedule.pieces[1].epoch")
+    );
+    assert!(LrSchedule::constant(f64::NAN).validate().is_err());
+}
+
+fn objective_loss(method: &Method, plan: &ClassPlan, seed: i64) -> (f64, Vec<bool>) {
+    let (_vs, m) = model(7);
+    let (x, y) = batch(8);
+    seeded(seed, || {
+        let out = method.loss(&m, &x, &y, plan).unwrap();
+        (
+            out.loss.double_value(&[]),
+            Vec::<bool>::try_from(&out.correct).unwrap(),
+        )
+    })
+}
+
+#[test]
+fn objectives_reduce_to_each_other_where_they_should() {
+    let zero = ClassPlan::uniform(4, 0.0, 6.0);
+    let natural = objective_loss(&Method::Natural, &zero, 1);
+    // With ε = 0 the PGD-AT input is the clean input: the same loss and correctness.
+    let at = Method::PgdAt {
+        attack: Pgd::ce(3, 2.0 / 255.0),
+        attack_train_mode: false,
+    };
+    let at0 = objective_loss(&at, &zero, 1);
+    assert!((at0.0 - natural.0).abs() < 1e-6, "{at0:?} vs {natural:?}");
+    assert_eq!(at0.1, natural.1);
+    // A real budget raises the adversarial loss.
+    let at8 = objective_loss(&at, &ClassPlan::uniform(4, 8.0 / 255.0, 6.0), 1);
+    assert!(at8.0 > natural.0);
+    // Doubling every class weight doubles the loss.
+    let mut heavy = ClassPlan::uniform(4, 8.0 / 255.0, 6.0);
+    heavy.weight = vec![2.0; 4];
+    let at8x2 = objective_loss(&at, &heavy, 1);
+    assert!((at8x2.0 - 2.0 * at8.0).abs() < 1e-5);
+    // TRADES: reference scaling is the paper's loss divided by 1 + β (same attack seed).
+    let plan = ClassPlan::uniform(4, 8.0 / 255.0, 6.0);
+    let trades = |scaling| Method::Trades {
+        attack: Pgd::trades(3, 2.0 / 255.0),
+        scaling,
+    };
+    let paper = objective_loss(&trades(TradesScaling::Paper), &plan, 2);
+    let reference = objective_loss(&trades(TradesScaling::Reference), &plan, 2);
+    assert!(
+        (reference.0 * 7.0 - paper.0).abs() < 1e-5,
+        "{reference:?} {paper:?}"
+    );
+    // With β = 0 the paper's TRADES loss is the clean CE.
+    let ce_only = objective_loss(
+        &trades(TradesScaling::Paper),
+        &ClassPlan::uniform(4, 8.0 / 255.0, 0.0),
+        2,
+    );
+    assert!((ce_only.0 - natural.0).abs() < 1e-6);
+}
+
+#[test]
+fn a_bad_plan_is_an_error_naming_the_field() {
+    let (_vs, m) = model(9);
+    let (x, y) = batch(10);
+    let mut plan = ClassPlan::uniform(4, 0.1, 6.0);
+    plan.eps.pop();
+    let method = Method::PgdAt {
+        attack: Pgd::ce(1, 0.01),
+        attack_train_mode: false,
+    };
+    let e = method.loss(&m, &x, &y, &plan).err().unwrap().to_string();
+    assert!(e.contains("plan.eps"), "{e}");
+    let mut plan = ClassPlan::uniform(4, 0.1, 6.0);
+    plan.weight[2] = -1.0;
+    let e = method.loss(&m, &x, &y, &plan).err().unwrap().to_string();
+    assert!(e.contains("plan.weight"), "{e}");
+}
