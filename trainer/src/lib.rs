@@ -8,6 +8,7 @@ pub mod attack;
 pub mod data;
 pub mod doctor;
 pub mod error;
+pub mod eval;
 pub mod gradcheck;
 pub mod io;
 pub mod model;

@@ -1,0 +1,228 @@
+//! Class-wise evaluation under attack (algorithms spec §1.7, §1.8): per-class clean and robust
+//! accuracy, average, worst, worst-20%, CV, MCD, standard/boundary/robust errors and the
+//! confusion matrix under attack, with the sanity checks AutoAttack users rely on.
+//!
+//! Sanity checks, per batch:
+//! * the robust count is **recomputed** from the stored adversarial batch with a different batch
+//!   split (two halves) and must equal the count taken right after the attack; a mismatch means
+//!   the model's predictions depend on the batch (e.g. BN in train mode) and is an error;
+//! * on the first batch, two clean forwards must agree (else the model looks randomised) and
+//!   the logits of the halves must equal those of the whole batch (else they depend on the batch
+//!   size); both give warnings, as AutoAttack's checks do.
+
+use classwise_theory::metrics::{
+    ClassAccuracySummary, ClassErrors, ConfusionMatrix, class_accuracy_from_flags, class_errors,
+};
+use serde::Serialize;
+use tch::nn::ModuleT;
+use tch::{Device, Kind, Tensor};
+
+use crate::attack::{Attack, AttackInput, Budget};
+use crate::error::{Result, TrainerError, invalid};
+
+/// Relative tolerance of the batch-size check on logits.
+const LOGIT_TOL: f64 = 1e-4;
+
+/// The class-wise report of one model under one attack.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluation {
+    pub attack: String,
+    pub eps: f64,
+    pub n_samples: usize,
+    pub class_names: Vec<String>,
+    pub clean: ClassAccuracySummary,
+    pub robust: ClassAccuracySummary,
+    /// Mean robust accuracy of the worst 20% of classes (CFA's Tiny-ImageNet metric).
+    pub robust_worst_20_percent: f64,
+    pub errors: ClassErrors,
+    /// Rows: true classes; columns: predictions on the adversarial examples.
+    pub confusion_under_attack: ConfusionMatrix,
+    pub warnings: Vec<String>,
+}
+
+/// Evaluates `model` in eval mode on `batches` of (images in [0, 1], labels) against `attack` at
+/// budget `eps` (the same for every sample).
+pub fn evaluate(
+    model: &dyn ModuleT,
+    batches: impl IntoIterator<Item = Result<(Tensor, Tensor)>>,
+    class_names: &[String],
+    attack: &dyn Attack,
+    eps: f64,
+    device: Device,
+) -> Result<Evaluation> {
+    let k = class_names.len();
+    if k < 2 {
+        return Err(invalid("class_names", k, "at least 2 classes"));
+    }
+    let (mut labels, mut clean_ok, mut robust_ok, mut robust_pred) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut warnings = Vec::new();
+    for (i, batch) in batches.into_iter().enumerate() {
+        let (x, y) = batch?;
+        let (x, y) = (x.to_device(device), y.to_device(device));
+        if i == 0 {
+            warnings.extend(first_batch_checks(model, &x));
+        }
+        let budget = Budget::uniform(eps, x.size()[0], device)?;
+        let input = AttackInput {
+            x: &x,
+            y: &y,
+            eps: &budget,
+            train: false,
+        };
+        let x_adv = attack.perturb(model, &input)?;
+        let (clean_pred, adv_pred) = tch::no_grad(|| {
+            (
+                model.forward_t(&x, false).argmax(-1, false),
+                model.forward_t(&x_adv, false).argmax(-1, false),
+            )
+        });
+        let recomputed = tch::no_grad(|| predict_in_halves(model, &x_adv));
+        let mismatches = i64::try_from(adv_pred.ne_tensor(&recomputed).sum(Kind::Int64))?;
+        if mismatches != 0 {
+            return Err(TrainerError::Invalid {
+                field: "model".into(),
+                value: format!("{mismatches} predictions on batch {i}"),
+                expected: "the same predictions when the stored adversarial batch is \
+                           re-evaluated in two halves (is the model in eval mode?)"
+                    .into(),
+            });
+        }
+        let yv = to_usize(&y)?;
+        clean_ok.extend(flags(&clean_pred, &y)?);
+        robust_ok.extend(flags(&adv_pred, &y)?);
+        robust_pred.extend(to_usize(&adv_pred)?);
+        labels.extend(yv);
+    }
+    if labels.is_empty() {
+        return Err(invalid("data", "no samples", "at least one batch"));
+    }
+    let clean = class_accuracy_from_flags(&clean_ok, &labels, k)?;
+    let robust = class_accuracy_from_flags(&robust_ok, &labels, k)?;
+    Ok(Evaluation {
+        attack: attack.describe(),
+        eps,
+        n_samples: labels.len(),
+        class_names: class_names.to_vec(),
+        robust_worst_20_percent: robust.worst_fraction_mean(0.2)?,
+        clean: clean.summary(),
+        robust: robust.summary(),
+        errors: class_errors(&clean_ok, &robust_ok, &labels, k)?,
+        confusion_under_attack: ConfusionMatrix::from_predictions(&robust_pred, &labels, k)?,
+        warnings,
+    })
+}
+
+fn predict_in_halves(model: &dyn ModuleT, x: &Tensor) -> Tensor {
+    let n = x.size()[0];
+    let h = (n / 2).max(1).min(n);
+    let mut parts = vec![model.forward_t(&x.narrow(0, 0, h), false).argmax(-1, false)];
+    if n > h {
+        parts.push(
+            model
+                .forward_t(&x.narrow(0, h, n - h), false)
+                .argmax(-1, false),
+        );
+    }
+    Tensor::cat(&parts, 0)
+}
+
+/// AutoAttack-style checks on the first batch: randomised forward, batch-size dependence.
+fn first_batch_checks(model: &dyn ModuleT, x: &Tensor) -> Vec<String> {
+    let mut warnings = Vec::new();
+    tch::no_grad(|| {
+        let a = model.forward_t(x, false);
+        let b = model.forward_t(x, false);
+        let scale = a.abs().max().double_value(&[]).max(1.0);
+        if (&a - &b).abs().max().double_value(&[]) > LOGIT_TOL * scale {
+            warnings.push(
+                "two forwards of the same batch differ: the model looks randomised, so \
+                 robust accuracy under a deterministic attack may be overestimated"
+                    .to_string(),
+            );
+        }
+        let n = x.size()[0];
+        if n >= 2 {
+            let h = n / 2;
+            let halves = Tensor::cat(
+                &[
+                    model.forward_t(&x.narrow(0, 0, h), false),
+                    model.forward_t(&x.narrow(0, h, n - h), false),
+                ],
+                0,
+            );
+            if (&a - halves).abs().max().double_value(&[]) > LOGIT_TOL * scale {
+                warnings.push(
+                    "logits change with the batch size (batch statistics in eval mode?)"
+                        .to_string(),
+                );
+            }
+        }
+    });
+    warnings
+}
+
+fn to_usize(t: &Tensor) -> Result<Vec<usize>> {
+    let v: Vec<i64> = Vec::try_from(&t.to_device(Device::Cpu).to_kind(Kind::Int64))?;
+    v.into_iter()
+        .map(|c| usize::try_from(c).map_err(|_| invalid("labels", c, "classes >= 0")))
+        .collect()
+}
+
+fn flags(pred: &Tensor, y: &Tensor) -> Result<Vec<bool>> {
+    Ok(Vec::try_from(&pred.eq_tensor(y).to_device(Device::Cpu))?)
+}
+
+/// The report as a markdown table: one row per class, then avg, worst, worst-20%, CV and MCD.
+pub fn markdown(e: &Evaluation) -> String {
+    use std::fmt::Write as _;
+    let pct = |v: f64| format!("{:.2}", 100.0 * v);
+    let mut out = format!(
+        "Attack: {} at eps = {} on {} samples.\n\n| class | clean % | robust % | standard err % | boundary err % | robust err % |\n|---|---|---|---|---|---|\n",
+        e.attack, e.eps, e.n_samples
+    );
+    for (k, name) in e.class_names.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "| {k} {name} | {} | {} | {} | {} | {} |",
+            pct(e.clean.per_class[k]),
+            pct(e.robust.per_class[k]),
+            pct(e.errors.standard[k]),
+            pct(e.errors.boundary[k]),
+            pct(e.errors.robust[k]),
+        );
+    }
+    let avg = |s: &ClassAccuracySummary| s.overall.unwrap_or(s.class_mean);
+    let _ = writeln!(
+        out,
+        "| **avg** | {} | {} | {} | {} | {} |",
+        pct(avg(&e.clean)),
+        pct(avg(&e.robust)),
+        pct(e.errors.overall_standard),
+        pct(e.errors.overall_boundary),
+        pct(e.errors.overall_robust)
+    );
+    let _ = writeln!(
+        out,
+        "| **worst** | {} (class {}) | {} (class {}) | {} | {} | {} |",
+        pct(e.clean.worst.value),
+        e.clean.worst.class,
+        pct(e.robust.worst.value),
+        e.robust.worst.class,
+        pct(e.errors.worst_standard().value),
+        pct(e.errors.worst_boundary().value),
+        pct(e.errors.worst_robust().value)
+    );
+    let _ = writeln!(
+        out,
+        "\nRobust: worst-20% {} %, CV {:.2} %² ({:.4} fraction²), MCD {} points.",
+        pct(e.robust_worst_20_percent),
+        e.robust.cv_percent2,
+        e.robust.cv_fraction2,
+        pct(e.robust.mcd)
+    );
+    for w in &e.warnings {
+        let _ = writeln!(out, "\nWarning: {w}");
+    }
+    out
+}
