@@ -243,3 +243,100 @@ fn a_bad_plan_is_an_error_naming_the_field() {
     let e = method.loss(&m, &x, &y, &plan).err().unwrap().to_string();
     assert!(e.contains("plan.weight"), "{e}");
 }
+
+fn batches(n: i64) -> Vec<classwise_trainer::Result<(Tensor, Tensor)>> {
+    (0..n).map(|i| Ok(batch(200 + i))).collect()
+}
+
+/// With lr = 0 nothing moves, so the on-the-fly t_k of a natural epoch must equal the class-wise
+/// accuracy of separate train-mode forwards of the same batches.
+#[test]
+fn epoch_counts_class_wise_correctness_on_the_fly() {
+    use classwise_trainer::train::train_epoch;
+    let (vs, m) = model(11);
+    let mut opt = Sgd::new(&vs, CONFIG).unwrap();
+    let plan = ClassPlan::uniform(4, 0.0, 0.0);
+    let stats = train_epoch(
+        &m,
+        &mut opt,
+        &Method::Natural,
+        &plan,
+        batches(5),
+        0.0,
+        Device::Cpu,
+    )
+    .unwrap();
+    let (mut correct, mut total) = ([0u64; 4], [0u64; 4]);
+    for b in batches(5) {
+        let (x, y) = b.unwrap();
+        let pred: Vec<i64> = Vec::try_from(&m.forward_t(&x, true).argmax(-1, false)).unwrap();
+        let yv: Vec<i64> = Vec::try_from(&y).unwrap();
+        for (p, l) in pred.iter().zip(&yv) {
+            total[*l as usize] += 1;
+            correct[*l as usize] += u64::from(p == l);
+        }
+    }
+    assert_eq!(stats.total, total);
+    assert_eq!(stats.correct, correct);
+    assert_eq!(stats.batches, 5);
+    for k in 0..4 {
+        if total[k] > 0 {
+            assert_eq!(stats.train_robust[k], correct[k] as f64 / total[k] as f64);
+        }
+    }
+}
+
+/// A non-finite loss stops the epoch before the update: the parameters stay as they were.
+#[test]
+fn a_non_finite_loss_stops_before_the_update() {
+    use classwise_trainer::train::train_epoch;
+    let (vs, m) = model(12);
+    let before: Vec<Tensor> = vs.trainable_variables().iter().map(Tensor::copy).collect();
+    let mut opt = Sgd::new(&vs, CONFIG).unwrap();
+    let (x, y) = batch(13);
+    let bad = vec![Ok((x.full_like(f64::NAN), y))];
+    let e = train_epoch(
+        &m,
+        &mut opt,
+        &Method::Natural,
+        &ClassPlan::uniform(4, 0.0, 0.0),
+        bad,
+        0.1,
+        Device::Cpu,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("`loss`") && e.contains("batch 0"), "{e}");
+    for (a, b) in vs.trainable_variables().iter().zip(&before) {
+        assert!(a.equal(b));
+    }
+}
+
+/// EMA/FAWA averaging covers BN running statistics and follows θ̄ ← α·θ̄ + (1 − α)·θ.
+#[test]
+fn weight_average_covers_the_whole_state() {
+    use classwise_theory::calibration::AverageAction;
+    use classwise_trainer::train::WeightAverage;
+    let (vs_a, _) = model(14);
+    let (mut vs_b, m_b) = model(15);
+    let mut avg = WeightAverage::new();
+    avg.apply(AverageAction::Keep, &vs_a);
+    assert!(!avg.is_initialized());
+    avg.apply(AverageAction::Copy, &vs_a);
+    // Change BN running statistics of b with a train-mode forward.
+    let _ = m_b.forward_t(&batch(16).0, true);
+    avg.apply(AverageAction::Average { alpha: 0.25 }, &vs_b);
+    assert_eq!(avg.updates, 2);
+    let (a, b) = (vs_a.variables(), vs_b.variables());
+    let state: std::collections::HashMap<String, Tensor> = avg.state().into_iter().collect();
+    assert!(state.keys().any(|n| n.contains("running_mean")));
+    for (name, t) in &state {
+        let want = &a[name] * 0.25 + &b[name] * 0.75;
+        let d = (t - want).abs().max().double_value(&[]);
+        assert!(d < 1e-6, "{name}: {d}");
+    }
+    avg.copy_into(&mut vs_b).unwrap();
+    for (name, t) in &state {
+        assert!(vs_b.variables()[name].equal(t), "{name}");
+    }
+}

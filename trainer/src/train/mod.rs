@@ -2,14 +2,19 @@
 //! ([`schedule`]), the per-class plan that fairness methods drive ([`plan`]) and the training
 //! objectives ([`objective`]).
 //!
-//! Still to come (issue 6, later sessions): the epoch loop with on-the-fly t_k counting,
-//! EMA/FAWA hooks, run directories, checkpoints and resume.
+//! One epoch ([`epoch`]) counts CFA's t_k on the fly; [`average`] applies EMA/FAWA decisions to
+//! the whole state. Still to come (issue 6, later sessions): the run loop over epochs, run
+//! directories, checkpoints and resume.
 
+pub mod average;
+pub mod epoch;
 pub mod objective;
 pub mod optim;
 pub mod plan;
 pub mod schedule;
 
+pub use average::WeightAverage;
+pub use epoch::{EpochStats, train_epoch};
 pub use objective::{Method, Objective, StepOutput, TradesScaling};
 pub use optim::{Sgd, SgdConfig};
 pub use plan::{ClassPlan, ClassRule, ClassStats, Uniform};

@@ -1,0 +1,88 @@
+//! One training epoch: for each batch, the objective's loss under the epoch's [`ClassPlan`],
+//! backward, an SGD step; on the fly, the class-wise count of correctly classified training
+//! inputs (CFA's t_k, spec §3.3: the adversarial examples trained on, the logits of the loss
+//! forward, before the update, per-class denominators).
+
+use classwise_theory::metrics::ClassTally;
+use tch::nn::ModuleT;
+use tch::{Device, Kind, Tensor};
+
+use super::objective::Objective;
+use super::optim::Sgd;
+use super::plan::ClassPlan;
+use crate::error::{Result, TrainerError};
+
+/// What an epoch measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochStats {
+    /// t_k per class (0 for a class with no sample).
+    pub train_robust: Vec<f64>,
+    /// Per-class counts behind `train_robust`.
+    pub correct: Vec<u64>,
+    pub total: Vec<u64>,
+    /// Mean of the batch losses.
+    pub mean_loss: f64,
+    pub batches: usize,
+}
+
+/// Trains one epoch over `batches` (images in [0, 1] and labels, on any device; moved to
+/// `device`). A non-finite loss stops the epoch with an error naming the batch, before the
+/// update, so the parameters stay those of the last good step.
+pub fn train_epoch(
+    model: &dyn ModuleT,
+    optimizer: &mut Sgd,
+    objective: &dyn Objective,
+    plan: &ClassPlan,
+    batches: impl IntoIterator<Item = Result<(Tensor, Tensor)>>,
+    lr: f64,
+    device: Device,
+) -> Result<EpochStats> {
+    let k = plan.n_classes();
+    let mut tally = ClassTally::new(k)?;
+    let (mut loss_sum, mut n_batches) = (0.0, 0usize);
+    for (i, batch) in batches.into_iter().enumerate() {
+        let (x, y) = batch?;
+        let (x, y) = (x.to_device(device), y.to_device(device));
+        optimizer.zero_grad();
+        let out = objective.loss(model, &x, &y, plan)?;
+        let loss = out.loss.double_value(&[]);
+        if !loss.is_finite() {
+            return Err(TrainerError::Invalid {
+                field: "loss".into(),
+                value: format!("{loss} at batch {i}"),
+                expected: "a finite loss (lower the learning rate; the last good \
+                           checkpoint is kept)"
+                    .into(),
+            });
+        }
+        out.loss.backward();
+        optimizer.step(lr);
+        let labels: Vec<i64> = Vec::try_from(&y.to_device(Device::Cpu).to_kind(Kind::Int64))?;
+        let correct: Vec<bool> = Vec::try_from(&out.correct.to_device(Device::Cpu))?;
+        for (&c, &l) in correct.iter().zip(&labels) {
+            let label = usize::try_from(l).map_err(|_| TrainerError::Invalid {
+                field: "labels".into(),
+                value: l.to_string(),
+                expected: format!("classes 0..{k}"),
+            })?;
+            tally.add(label, c)?;
+        }
+        loss_sum += loss;
+        n_batches += 1;
+    }
+    Ok(EpochStats {
+        train_robust: tally
+            .accuracies()
+            .into_iter()
+            .map(|a| a.unwrap_or(0.0))
+            .collect(),
+        correct: tally.correct().to_vec(),
+        total: tally.total().to_vec(),
+        mean_loss: if n_batches > 0 {
+            loss_sum / n_batches as f64
+        } else {
+            0.0
+        },
+        batches: n_batches,
+    })
+}
