@@ -1,1 +1,192 @@
-//! Models (in progress).
+//! Models (algorithms spec §10): PreActResNet-18 (with or without the final BN+ReLU),
+//! ResNet-18, WideResNet-depth-widen, TRADES' SmallCNN (1×28×28) and FAT's SmallCNN
+//! (3×32×32), each named by a [`ModelSpec`] that is saved with its weights.
+//!
+//! * A [`Model`] owns its `VarStore` and implements [`tch::nn::ModuleT`]; `forward_t(x, train)`
+//!   takes images in [0, 1] (the optional [`Normalization`] is the model's first layer, spec
+//!   §1.1 and §13.2) and returns logits; `train = true` runs BatchNorm on batch statistics and
+//!   updates its running statistics (and enables SmallCNN's dropout). This is the seam the
+//!   attacks use.
+//! * Inputs of any spatial size the architecture admits are accepted: the ResNet family pools
+//!   adaptively to 1×1 (identical to the references' `avg_pool2d(4)`/`(8)` at 32×32; on 64×64
+//!   Tiny-ImageNet inputs layer4 of a ResNet is 8×8 and is averaged to 512 features).
+//! * Initialisation is explicit and follows each reference (spec §13.17, [`init`]), and is
+//!   deterministic given the seed passed to [`Model::new`] (drawn inside
+//!   [`crate::seed::seeded`]).
+//! * Weights are saved as safetensors with the spec in the metadata ([`Model::save`],
+//!   [`Model::load`]); the whole state, BN running statistics included, is available as named
+//!   tensors for EMA/FAWA weight averaging ([`state`], spec §3.5).
+//!
+//! Parameter names mirror the reference PyTorch `state_dict`s, so a reference checkpoint
+//! converted with `safetensors.torch.save_file(model.state_dict(), …)` loads with
+//! [`Model::load_weights`] (its `num_batches_tracked` buffers are ignored: tch's BatchNorm has
+//! a fixed momentum of 0.1 and keeps no such counter).
+
+pub mod init;
+mod layers;
+pub mod normalize;
+mod preact_resnet;
+mod resnet;
+pub mod safetensors;
+mod small_cnn;
+mod small_cnn_cifar;
+pub mod spec;
+pub mod state;
+mod weights;
+mod wide_resnet;
+
+pub use normalize::Normalize;
+pub use spec::{Architecture, ModelSpec, Normalization};
+pub use weights::SPEC_METADATA_KEY;
+
+use tch::nn::{self, ModuleT};
+use tch::{Device, Tensor};
+
+use crate::error::{Result, invalid};
+use init::InitStyle;
+use layers::Scope;
+
+/// A network built from a [`ModelSpec`], owning its parameters and BN statistics.
+#[derive(Debug)]
+pub struct Model {
+    spec: ModelSpec,
+    vs: nn::VarStore,
+    normalize: Option<Normalize>,
+    net: Box<dyn ModuleT>,
+}
+
+impl Model {
+    /// Builds the model of `spec` on `device`, initialised as its reference does (spec
+    /// §13.17) from libtorch's generator seeded with `seed` (inside [`crate::seed::seeded`], so
+    /// the same seed gives the same weights on the same device whatever other threads do in
+    /// `seeded` sections). Fails if the spec is invalid, naming the field.
+    pub fn new(spec: &ModelSpec, device: Device, seed: i64) -> Result<Model> {
+        spec.validate()?;
+        Ok(crate::seed::seeded(seed, || {
+            Self::build(spec, device, true)
+        }))
+    }
+
+    /// Builds the model of a validated `spec`. With `random = false` every randomly
+    /// initialised tensor starts at zero and nothing is drawn from libtorch's generator (for
+    /// models whose values are loaded or copied next).
+    pub(crate) fn build(spec: &ModelSpec, device: Device, random: bool) -> Model {
+        let vs = nn::VarStore::new(device);
+        let [c, _, _] = spec.input_dims();
+        let [_, height, width] = spec.input_shape;
+        let k = spec.classes();
+        let scope = |style| Scope::new(vs.root(), style, random);
+        let net: Box<dyn ModuleT> = match spec.architecture {
+            Architecture::PreActResNet18 { final_bn_relu } => Box::new(
+                preact_resnet::PreActResNet18::new(&scope(InitStyle::Torch), c, k, final_bn_relu),
+            ),
+            Architecture::ResNet18 => {
+                Box::new(resnet::ResNet18::new(&scope(InitStyle::Torch), c, k))
+            }
+            Architecture::WideResNet { depth, widen } => Box::new(wide_resnet::WideResNet::new(
+                &scope(InitStyle::TradesWrn),
+                c,
+                k,
+                spec::to_i64(depth),
+                spec::to_i64(widen),
+            )),
+            Architecture::SmallCnn => Box::new(small_cnn::SmallCnn::new(
+                &scope(InitStyle::TradesSmallCnn),
+                c,
+                height,
+                width,
+                k,
+            )),
+            Architecture::SmallCnnCifar => Box::new(small_cnn_cifar::SmallCnnCifar::new(
+                &scope(InitStyle::Torch),
+                c,
+                height,
+                width,
+                k,
+            )),
+        };
+        Model {
+            normalize: spec
+                .normalization
+                .as_ref()
+                .map(|n| Normalize::new(n, device)),
+            spec: spec.clone(),
+            vs,
+            net,
+        }
+    }
+
+    /// The spec this model was built from.
+    pub fn spec(&self) -> &ModelSpec {
+        &self.spec
+    }
+
+    /// The device holding the parameters.
+    pub fn device(&self) -> Device {
+        self.vs.device()
+    }
+
+    /// The variable store (parameters and BN running statistics), e.g. for `tch::nn::Optimizer`.
+    pub fn var_store(&self) -> &nn::VarStore {
+        &self.vs
+    }
+
+    /// The trainable parameters, in creation order (shallow: they share storage with the model
+    /// and require gradients).
+    pub fn trainable_variables(&self) -> Vec<Tensor> {
+        self.vs.trainable_variables()
+    }
+
+    /// The number of trainable scalars (BN running statistics excluded), as counted in spec
+    /// §10.
+    pub fn num_parameters(&self) -> i64 {
+        self.vs
+            .trainable_variables()
+            .iter()
+            .map(|t| t.numel() as i64)
+            .sum()
+    }
+
+    /// Logits for `xs` after checking that `xs` is a floating `[N, C, H, W]` batch (N ≥ 1) of
+    /// the spec's input shape on the model's device; the error names `input`. The
+    /// [`ModuleT::forward_t`] of this model does no such check (libtorch panics on a shape it
+    /// cannot process).
+    pub fn f_forward_t(&self, xs: &Tensor, train: bool) -> Result<Tensor> {
+        let size = xs.size();
+        let [c, h, w] = self.spec.input_dims();
+        let shape_ok = size.len() == 4 && size[0] >= 1 && size[1..] == [c, h, w];
+        if !shape_ok {
+            return Err(invalid(
+                "input",
+                format!("a tensor of shape {size:?}"),
+                format!("shape [N, {c}, {h}, {w}] with N >= 1"),
+            ));
+        }
+        if !xs.is_floating_point() {
+            return Err(invalid(
+                "input",
+                format!("a tensor of kind {:?}", xs.kind()),
+                "a floating-point tensor (images in [0, 1])",
+            ));
+        }
+        if xs.device() != self.device() {
+            return Err(invalid(
+                "input",
+                format!("a tensor on {:?}", xs.device()),
+                format!("a tensor on the model's device {:?}", self.device()),
+            ));
+        }
+        Ok(self.forward_t(xs, train))
+    }
+}
+
+impl ModuleT for Model {
+    /// Normalisation (if the spec has one), then the network. `train` selects BatchNorm's
+    /// training mode (batch statistics, running statistics updated) and SmallCNN's dropout.
+    fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
+        match &self.normalize {
+            Some(norm) => self.net.forward_t(&norm.forward(xs), train),
+            None => self.net.forward_t(xs, train),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! TRADES' SmallCNN for 1×28×28 inputs (algorithms spec §10; `boqili/WAT:models/mnist_cnn.py`,
+//! identical to TRADES `models/small_cnn.py`): 312,202 parameters for K = 10.
+//!
+//! | layer | output (28×28 input) |
+//! |---|---|
+//! | conv C→32, 3×3 valid, ReLU | 32×26×26 |
+//! | conv 32→32, 3×3, ReLU | 32×24×24 |
+//! | maxpool 2 | 32×12×12 |
+//! | conv 32→64, 3×3, ReLU | 64×10×10 |
+//! | conv 64→64, 3×3, ReLU | 64×8×8 |
+//! | maxpool 2 | 64×4×4 |
+//! | fc 1024→200, ReLU, Dropout(0.5) | 200 |
+//! | fc 200→200, ReLU | 200 |
+//! | fc 200→K | K |
+//!
+//! Other input sizes (≥ 16×16) work: fc1 takes 64·h'·w' features, h' = ((H − 4)/2 − 4)/2.
+//! Dropout is active in train mode only (`forward_t(.., true)`), as in the reference, so a
+//! train-mode attack sees a random network.
+//!
+//! Initialisation as the reference: Kaiming-normal conv weights, zero conv biases, PyTorch
+//! defaults for fc1 and fc2, **fc3 weight and bias zero** (the initial logits are all zero).
+//!
+//! Parameter names: `feature_extractor.conv{1..4}`, `classifier.fc{1,2,3}`.
+
+use tch::Tensor;
+use tch::nn::{self, Module, ModuleT};
+
+use super::init::ParamInit;
+use super::layers::{Scope, max_pool2};
+
+const CONV_WIDTHS: [i64; 4] = [32, 32, 64, 64];
+const HIDDEN: i64 = 200;
+const DROPOUT: f64 = 0.5;
+
+/// The side of the last feature map for an input side `side`, or `None` if the input is too
+/// small: ((side − 4)/2 − 4)/2 ≥ 1.
+pub(crate) fn feature_side(side: usize) -> Option<usize> {
+    let after_pool1 = side.checked_sub(4)? / 2;
+    let after_pool2 = after_pool1.checked_sub(4)? / 2;
+    (after_pool2 >= 1).then_some(after_pool2)
+}
+
+#[derive(Debug)]
+pub(crate) struct SmallCnn {
+    convs: Vec<nn::Conv2D>,
+    fc1: nn::Linear,
+    fc2: nn::Linear,
+    fc3: nn::Linear,
+}
+
+impl SmallCnn {
+    /// `height`/`width` are validated by [`super::ModelSpec::validate`].
+    pub(crate) fn new(s: &Scope, in_ch: i64, height: usize, width: usize, classes: i64) -> Self {
+        let features = s.sub("feature_extractor");
+        let mut in_width = in_ch;
+        let convs = CONV_WIDTHS
+            .iter()
+            .enumerate()
+            .map(|(i, &out)| {
+                let conv = features.conv(&format!("conv{}", i + 1), in_width, out, 3, 1, 0, true);
+                in_width = out;
+                conv
+            })
+            .collect();
+        let side = |n: usize| super::spec::to_i64(feature_side(n).unwrap_or(1));
+        let flat = in_width * side(height) * side(width);
+        let classifier = s.sub("classifier");
+        SmallCnn {
+            convs,
+            fc1: classifier.linear("fc1", flat, HIDDEN),
+            fc2: classifier.linear("fc2", HIDDEN, HIDDEN),
+            fc3: classifier.linear_init(
+                "fc3",
+                HIDDEN,
+                classes,
+                ParamInit::Const(0.0),
+                ParamInit::Const(0.0),
+            ),
+        }
+    }
+}
+
+impl ModuleT for SmallCnn {
+    fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
+        let mut o = xs.shallow_clone();
+        for (i, conv) in self.convs.iter().enumerate() {
+            o = conv.forward(&o).relu();
+            if i % 2 == 1 {
+                o = max_pool2(&o);
+            }
+        }
+        let o = self.fc1.forward(&o.flatten(1, -1)).relu();
+        let o = o.dropout(DROPOUT, train);
+        let o = self.fc2.forward(&o).relu();
+        self.fc3.forward(&o)
+    }
+}

@@ -1,0 +1,68 @@
+//! FAT's SmallCNN for 3×32×32 inputs (algorithms spec §10; `boqili/WAT:models/small_cnn.py`):
+//! 1,639,282 parameters for K = 10. Not the TRADES SmallCNN of [`super::small_cnn`].
+//!
+//! Three blocks of [conv 3×3 (padding 1, bias) → BN → ReLU] × 2 → maxpool 2 with widths 64,
+//! 128, 196 (→ 196×4×4 = 3136 at 32×32), then fc 3136→256, ReLU, fc 256→K. Other input sizes
+//! (≥ 8×8) work: fc1 takes 196·⌊H/8⌋·⌊W/8⌋ features. PyTorch default initialisation.
+//!
+//! Parameter names follow the reference: `block{b}_conv{1,2}`, `batchnorm{b}_{1,2}`, `fc1`,
+//! `fc2`.
+
+use tch::Tensor;
+use tch::nn::{self, Module, ModuleT};
+
+use super::layers::{Scope, bn_relu, max_pool2};
+
+const WIDTHS: [i64; 3] = [64, 128, 196];
+const HIDDEN: i64 = 256;
+
+#[derive(Debug)]
+pub(crate) struct SmallCnnCifar {
+    /// Per block, the two (conv, BN) pairs.
+    blocks: Vec<[(nn::Conv2D, nn::BatchNorm); 2]>,
+    fc1: nn::Linear,
+    fc2: nn::Linear,
+}
+
+impl SmallCnnCifar {
+    /// `height`/`width` are validated by [`super::ModelSpec::validate`].
+    pub(crate) fn new(s: &Scope, in_ch: i64, height: usize, width: usize, classes: i64) -> Self {
+        let mut in_width = in_ch;
+        let blocks = WIDTHS
+            .iter()
+            .enumerate()
+            .map(|(b, &out)| {
+                let b = b + 1;
+                let first = in_width;
+                in_width = out;
+                [(1, first), (2, out)].map(|(j, cin)| {
+                    (
+                        s.conv(&format!("block{b}_conv{j}"), cin, out, 3, 1, 1, true),
+                        s.batch_norm(&format!("batchnorm{b}_{j}"), out),
+                    )
+                })
+            })
+            .collect();
+        let pooled = |n: usize| super::spec::to_i64(n / 8);
+        let flat = in_width * pooled(height) * pooled(width);
+        SmallCnnCifar {
+            blocks,
+            fc1: s.linear("fc1", flat, HIDDEN),
+            fc2: s.linear("fc2", HIDDEN, classes),
+        }
+    }
+}
+
+impl ModuleT for SmallCnnCifar {
+    fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
+        let mut o = xs.shallow_clone();
+        for block in &self.blocks {
+            for (conv, bn) in block {
+                o = bn_relu(bn, &conv.forward(&o), train);
+            }
+            o = max_pool2(&o);
+        }
+        let o = self.fc1.forward(&o.flatten(1, -1)).relu();
+        self.fc2.forward(&o)
+    }
+}

@@ -1,0 +1,269 @@
+//! [`ModelSpec`]: what names a model (architecture, number of classes, input shape and the
+//! optional normalisation layer). It is serialised next to the weights (in the safetensors
+//! metadata, see [`super::Model::save`]), so a weight file alone rebuilds its model.
+//!
+//! Serialised form (JSON shown; TOML is the same structure):
+//!
+//! ```json
+//! {"architecture": {"kind": "preact_resnet18", "final_bn_relu": true},
+//!  "num_classes": 10, "input_shape": [3, 32, 32],
+//!  "normalization": {"mean": [0.4914, 0.4822, 0.4465], "std": [0.2471, 0.2435, 0.2616]}}
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, invalid};
+
+/// Largest accepted number of classes, channels, or pixels along one side: a guard against
+/// typos that would allocate absurd layers, far above any data set of the papers.
+const MAX_DIM: usize = 1 << 16;
+
+/// The network family and its shape parameters (algorithms spec §10).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", deny_unknown_fields)]
+pub enum Architecture {
+    /// PreActResNet-18 (`PKU-ML/CFA:model.py`, Rice et al.). `final_bn_relu = true` is CFA's
+    /// network (BN + ReLU before pooling, 11,172,170 parameters for K = 10); `false` is FRL's
+    /// `hannxu123/fair_robust:pre_resnet.py` (11,171,146), spec §13.23. Defaults to `true`.
+    #[serde(rename = "preact_resnet18")]
+    PreActResNet18 {
+        #[serde(default = "default_true")]
+        final_bn_relu: bool,
+    },
+    /// Post-activation ResNet-18 (`boqili/WAT:models/resnet.py`; WAT, Tian, BAT).
+    #[serde(rename = "resnet18")]
+    ResNet18,
+    /// WideResNet-`depth`-`widen` of TRADES/WAT (`boqili/WAT:models/wrn_madry.py` with
+    /// TRADES' depth convention): (depth − 4)/6 blocks per group. WRN-34-10 (TRADES) and
+    /// Madry's WRN-32-10 are the same network (spec §13.22): both are `depth = 34`.
+    #[serde(rename = "wide_resnet")]
+    WideResNet { depth: usize, widen: usize },
+    /// TRADES' SmallCNN for 1×28×28 (`boqili/WAT:models/mnist_cnn.py`); any channel count
+    /// and any side ≥ 16 are accepted (fc1 is sized from the input).
+    #[serde(rename = "small_cnn")]
+    SmallCnn,
+    /// FAT's SmallCNN for 3×32×32 (`boqili/WAT:models/small_cnn.py`); any channel count and
+    /// any side ≥ 8 are accepted (fc1 is sized from the input).
+    #[serde(rename = "small_cnn_cifar")]
+    SmallCnnCifar,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl Architecture {
+    /// A short human-readable name, e.g. `WRN-34-10`.
+    pub fn name(&self) -> String {
+        match self {
+            Architecture::PreActResNet18 {
+                final_bn_relu: true,
+            } => "PreActResNet-18".to_owned(),
+            Architecture::PreActResNet18 {
+                final_bn_relu: false,
+            } => "PreActResNet-18 (no final BN+ReLU)".to_owned(),
+            Architecture::ResNet18 => "ResNet-18".to_owned(),
+            Architecture::WideResNet { depth, widen } => format!("WRN-{depth}-{widen}"),
+            Architecture::SmallCnn => "SmallCNN".to_owned(),
+            Architecture::SmallCnnCifar => "SmallCNN-CIFAR".to_owned(),
+        }
+    }
+
+    /// Whether the network has BatchNorm layers (train and eval mode then differ).
+    pub fn has_batch_norm(&self) -> bool {
+        !matches!(self, Architecture::SmallCnn)
+    }
+}
+
+/// Per-channel mean/std normalisation, applied as the model's first layer so that attacks and
+/// ε live in [0, 1] pixel space (spec §1.1, §13.2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Normalization {
+    pub mean: Vec<f64>,
+    pub std: Vec<f64>,
+}
+
+impl Normalization {
+    /// The CIFAR-10 statistics CFA uses inside its forward pass (spec §1.1).
+    pub fn cifar10() -> Self {
+        Normalization {
+            mean: vec![0.4914, 0.4822, 0.4465],
+            std: vec![0.2471, 0.2435, 0.2616],
+        }
+    }
+
+    /// The CIFAR-100 statistics defined (but unused) in CFA's `train.py` (spec §1.1).
+    pub fn cifar100() -> Self {
+        Normalization {
+            mean: vec![0.5071, 0.4867, 0.4408],
+            std: vec![0.2675, 0.2565, 0.2761],
+        }
+    }
+
+    fn validate(&self, channels: usize) -> Result<()> {
+        for (field, values) in [("mean", &self.mean), ("std", &self.std)] {
+            if values.len() != channels {
+                return Err(invalid(
+                    format!("model.normalization.{field}"),
+                    format!("{values:?}"),
+                    format!("one value per input channel ({channels})"),
+                ));
+            }
+        }
+        if let Some(i) = self.mean.iter().position(|m| !m.is_finite()) {
+            return Err(invalid(
+                format!("model.normalization.mean[{i}]"),
+                self.mean[i],
+                "a finite number",
+            ));
+        }
+        if let Some(i) = self.std.iter().position(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(invalid(
+                format!("model.normalization.std[{i}]"),
+                self.std[i],
+                "a finite number > 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Everything needed to build a model: architecture, number of classes K, input shape
+/// (C, H, W) and the optional normalisation layer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub architecture: Architecture,
+    pub num_classes: usize,
+    /// (channels, height, width) of one input image.
+    pub input_shape: [usize; 3],
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalization: Option<Normalization>,
+}
+
+impl ModelSpec {
+    /// A spec without normalisation.
+    pub fn new(architecture: Architecture, num_classes: usize, input_shape: [usize; 3]) -> Self {
+        ModelSpec {
+            architecture,
+            num_classes,
+            input_shape,
+            normalization: None,
+        }
+    }
+
+    /// The same spec with `normalization` as the first layer.
+    pub fn with_normalization(mut self, normalization: Normalization) -> Self {
+        self.normalization = Some(normalization);
+        self
+    }
+
+    /// Checks every field; the error names the first invalid one (e.g.
+    /// `model.architecture.depth`).
+    pub fn validate(&self) -> Result<()> {
+        if !(2..=MAX_DIM).contains(&self.num_classes) {
+            return Err(invalid(
+                "model.num_classes",
+                self.num_classes,
+                format!("an integer in 2..={MAX_DIM}"),
+            ));
+        }
+        let [c, h, w] = self.input_shape;
+        if [c, h, w].iter().any(|d| !(1..=MAX_DIM).contains(d)) {
+            return Err(invalid(
+                "model.input_shape",
+                format!("{:?}", self.input_shape),
+                format!("[channels, height, width], each in 1..={MAX_DIM}"),
+            ));
+        }
+        match self.architecture {
+            Architecture::WideResNet { depth, widen } => {
+                if !(10..=1000).contains(&depth) || (depth - 4) % 6 != 0 {
+                    return Err(invalid(
+                        "model.architecture.depth",
+                        depth,
+                        "10 <= depth <= 1000 with (depth - 4) divisible by 6 (e.g. 28 or 34)",
+                    ));
+                }
+                if !(1..=64).contains(&widen) {
+                    return Err(invalid(
+                        "model.architecture.widen",
+                        widen,
+                        "an integer in 1..=64",
+                    ));
+                }
+            }
+            Architecture::SmallCnn => {
+                if super::small_cnn::feature_side(h).is_none()
+                    || super::small_cnn::feature_side(w).is_none()
+                {
+                    return Err(invalid(
+                        "model.input_shape",
+                        format!("{:?}", self.input_shape),
+                        "height and width >= 16 for SmallCNN (four valid 3x3 convs, two pools)",
+                    ));
+                }
+            }
+            Architecture::SmallCnnCifar => {
+                if h < 8 || w < 8 {
+                    return Err(invalid(
+                        "model.input_shape",
+                        format!("{:?}", self.input_shape),
+                        "height and width >= 8 for SmallCNN-CIFAR (three 2x2 max-pools)",
+                    ));
+                }
+            }
+            Architecture::PreActResNet18 { .. } | Architecture::ResNet18 => {}
+        }
+        if let Some(norm) = &self.normalization {
+            norm.validate(c)?;
+        }
+        Ok(())
+    }
+
+    /// The spec as compact JSON (the form stored in weight files).
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string(self).map_err(|source| crate::TrainerError::Json {
+            what: "model spec",
+            source,
+        })
+    }
+
+    /// Parses and validates a spec from JSON.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let spec: ModelSpec = serde_json::from_str(text)
+            .map_err(|e| invalid("model", text, format!("a model spec in JSON ({e})")))?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// A one-line description, e.g. `WRN-34-10, 10 classes, input 3x32x32, normalised`.
+    pub fn describe(&self) -> String {
+        let [c, h, w] = self.input_shape;
+        format!(
+            "{}, {} classes, input {c}x{h}x{w}{}",
+            self.architecture.name(),
+            self.num_classes,
+            if self.normalization.is_some() {
+                ", normalised"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// The input shape as `i64`s for tch (validated specs fit easily).
+    pub(crate) fn input_dims(&self) -> [i64; 3] {
+        self.input_shape.map(to_i64)
+    }
+
+    pub(crate) fn classes(&self) -> i64 {
+        to_i64(self.num_classes)
+    }
+}
+
+/// `usize` → `i64` for dimensions already bounded by [`ModelSpec::validate`].
+pub(crate) fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
