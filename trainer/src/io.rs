@@ -28,41 +28,15 @@ pub fn write_json<T: serde::Serialize>(path: &Path, what: &'static str, value: &
     write_atomic(path, &text)
 }
 
-/// Named tensors written atomically as safetensors: the file is written under a temporary name in
-/// the same directory, synced, then renamed into place.
+/// Named tensors written atomically as safetensors (no metadata; see
+/// [`crate::model::safetensors`]).
 pub fn save_tensors_atomic(path: &Path, tensors: &[(String, tch::Tensor)]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(dir) = dir {
-        std::fs::create_dir_all(dir).at("creating directory", dir)?;
-    }
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{}.tmp", name.unwrap_or_default()));
-    let cpu: Vec<(&str, tch::Tensor)> = tensors
-        .iter()
-        .map(|(n, t)| (n.as_str(), t.to_device(tch::Device::Cpu).contiguous()))
-        .collect();
-    tch::Tensor::write_safetensors(&cpu, &tmp)?;
-    std::fs::File::open(&tmp)
-        .and_then(|f| f.sync_all())
-        .at("syncing", &tmp)?;
-    std::fs::rename(&tmp, path).at("renaming into place", path)?;
-    Ok(())
+    crate::model::safetensors::write(path, tensors, &Default::default())
 }
 
-/// Reads named tensors from a safetensors file, naming the file on error.
+/// Reads named tensors (on the CPU) from a safetensors file, naming the file on error.
 pub fn load_tensors(path: &Path) -> Result<Vec<(String, tch::Tensor)>> {
-    if !path.is_file() {
-        return Err(TrainerError::BadData {
-            path: path.to_path_buf(),
-            offset: None,
-            reason: "no such file".into(),
-        });
-    }
-    tch::Tensor::read_safetensors(path).map_err(|e| TrainerError::BadData {
-        path: path.to_path_buf(),
-        offset: None,
-        reason: format!("not a readable safetensors file: {e}"),
-    })
+    Ok(crate::model::safetensors::read(path, tch::Device::Cpu)?.tensors)
 }
 
 #[cfg(test)]

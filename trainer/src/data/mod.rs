@@ -1,13 +1,40 @@
-//! Data sets: where they are and whether they are intact. Loaders come with the trainer core.
+//! Data sets: where they are, whether they are intact, and loading them (issue 6, item 1).
+//!
+//! - [`Dataset`]: `u8` images N×C×H×W and `i64` labels in memory; batches become `f32` in [0,1]
+//!   on their device (spec §1.1; mean/std normalisation belongs to the model).
+//! - Loaders of the real on-disk formats: [`cifar`] (CIFAR-10/100 binary), [`idx`]
+//!   ((Fashion-)MNIST, gzipped or not), [`tiny_imagenet`] (JPEGs, decoded once and cached), and
+//!   the seeded [`synthetic`] set. Each checks magic numbers, record sizes, counts and label
+//!   ranges and names the file and byte offset (or line) of the first problem.
+//! - [`split`]: per-class validation splits (spec §1.6); [`augment`]: random crop and flip.
+//! - [`DataSource`] names a data set in a config; [`load`] finds and reads it.
 
+pub mod augment;
+mod cache;
+pub mod cifar;
+pub mod dataset;
+mod draw;
 pub mod idx;
+pub mod split;
+pub mod synthetic;
+mod text;
+pub mod tiny_imagenet;
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+pub use augment::{Augment, PadMode};
+pub use cifar::Cifar100Labels;
+pub use dataset::{CacheStatus, Dataset, Origin};
+pub use split::{Split, SplitRule, SplitSpec, ValSize};
+pub use synthetic::SyntheticSpec;
+pub use tiny_imagenet::ImageCache;
+
+use crate::error::{Result, invalid};
 
 /// A data set classwise knows, with the directory name it has under a data root.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DatasetId {
     FashionMnist,
@@ -58,6 +85,141 @@ impl DatasetId {
     pub fn provided_by_setup(self) -> bool {
         self == DatasetId::FashionMnist
     }
+
+    /// The number of images of each part in the official release (Tiny-ImageNet's test part
+    /// is its labelled `val/` set).
+    pub fn official_count(self, part: Part) -> usize {
+        match (self, part) {
+            (DatasetId::FashionMnist, Part::Train) => 60_000,
+            (DatasetId::Cifar10 | DatasetId::Cifar100, Part::Train) => 50_000,
+            (DatasetId::TinyImagenet, Part::Train) => 100_000,
+            (_, Part::Test) => 10_000,
+        }
+    }
+
+    /// Whether `dir` holds the marker files (idx files with or without `.gz`).
+    fn has_markers(self, dir: &Path) -> bool {
+        self.marker_files().iter().all(|f| match self {
+            DatasetId::FashionMnist => idx::resolve(dir, idx::stem_of(f)).is_some(),
+            _ => dir.join(f).exists(),
+        })
+    }
+}
+
+/// The training or the test part of a data set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Part {
+    Train,
+    Test,
+}
+
+impl Part {
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Train => "train",
+            Part::Test => "test",
+        }
+    }
+}
+
+/// How many images a loader expects in each part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Counts {
+    /// The official release's counts ([`DatasetId::official_count`]).
+    #[default]
+    Official,
+    /// Exactly these (e.g. a reduced copy of a data set).
+    Exactly { train: usize, test: usize },
+    /// Whatever the files hold (record sizes, headers and labels are still checked).
+    Any,
+}
+
+impl Counts {
+    /// The expected number of images of `part` of `id`, if checked.
+    pub fn expected(self, id: DatasetId, part: Part) -> Option<usize> {
+        match (self, part) {
+            (Counts::Official, _) => Some(id.official_count(part)),
+            (Counts::Exactly { train, .. }, Part::Train) => Some(train),
+            (Counts::Exactly { test, .. }, Part::Test) => Some(test),
+            (Counts::Any, _) => None,
+        }
+    }
+}
+
+/// Options of the file loaders; the defaults suit the official releases.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LoadOptions {
+    pub counts: Counts,
+    /// CIFAR-100 only.
+    pub cifar100_labels: Cifar100Labels,
+    /// Tiny-ImageNet only.
+    pub image_cache: ImageCache,
+}
+
+/// A data set named in a config: files of a known data set, or the synthetic set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DataSource {
+    Files {
+        id: DatasetId,
+        /// A data root (searched as `root/<dir_name>`, then `root` itself); `None` searches
+        /// [`crate::paths::data_roots`].
+        #[serde(default)]
+        root: Option<PathBuf>,
+        #[serde(default)]
+        options: LoadOptions,
+    },
+    Synthetic(SyntheticSpec),
+}
+
+impl DataSource {
+    /// The official files of `id` under the default data roots.
+    pub fn files(id: DatasetId) -> Self {
+        DataSource::Files {
+            id,
+            root: None,
+            options: LoadOptions::default(),
+        }
+    }
+}
+
+/// Loads `part` of `source`. Files are found as [`locate`] finds them (without its header check:
+/// the loader checks everything).
+pub fn load(source: &DataSource, part: Part) -> Result<Dataset> {
+    let (id, root, options) = match source {
+        DataSource::Synthetic(spec) => return spec.generate(part),
+        DataSource::Files { id, root, options } => (*id, root, options),
+    };
+    let roots = crate::paths::data_roots(root.clone());
+    let dir = find_dir(id, &roots).map_err(|searched| {
+        let list: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
+        invalid(
+            "data",
+            id.name(),
+            format!(
+                "a directory with {} in one of: {}",
+                id.marker_files().join(", "),
+                list.join(", ")
+            ),
+        )
+    })?;
+    load_dir(id, &dir, part, options)
+}
+
+/// Loads `part` of data set `id` from its directory `dir`.
+pub fn load_dir(id: DatasetId, dir: &Path, part: Part, options: &LoadOptions) -> Result<Dataset> {
+    let counts = options.counts;
+    match id {
+        DatasetId::FashionMnist => idx::load_fashion_mnist(dir, part, counts),
+        DatasetId::Cifar10 => cifar::load_cifar10(dir, part, counts),
+        DatasetId::Cifar100 => cifar::load_cifar100(dir, part, options.cifar100_labels, counts),
+        DatasetId::TinyImagenet => {
+            tiny_imagenet::load_tiny_imagenet(dir, part, counts, &options.image_cache)
+        }
+    }
 }
 
 /// Result of looking for a data set.
@@ -84,20 +246,29 @@ fn candidates(root: &Path, id: DatasetId) -> [PathBuf; 2] {
     [root.join(id.dir_name()), root.to_path_buf()]
 }
 
-/// Looks for `id` under each root in order; the first directory with all marker files wins.
-pub fn locate(id: DatasetId, roots: &[PathBuf]) -> Located {
+/// The first directory under `roots` (in order) with all marker files of `id`, else the
+/// directories searched.
+pub fn find_dir(id: DatasetId, roots: &[PathBuf]) -> std::result::Result<PathBuf, Vec<PathBuf>> {
     let mut searched = Vec::new();
     for root in roots {
         for dir in candidates(root, id) {
-            if id.marker_files().iter().all(|f| dir.join(f).exists()) {
-                return validate(id, dir);
+            if id.has_markers(&dir) {
+                return Ok(dir);
             }
             if !searched.contains(&dir) {
                 searched.push(dir);
             }
         }
     }
-    Located::Missing { searched }
+    Err(searched)
+}
+
+/// Looks for `id` under each root in order; the first directory with all marker files wins.
+pub fn locate(id: DatasetId, roots: &[PathBuf]) -> Located {
+    match find_dir(id, roots) {
+        Ok(dir) => validate(id, dir),
+        Err(searched) => Located::Missing { searched },
+    }
 }
 
 fn validate(id: DatasetId, dir: PathBuf) -> Located {

@@ -1,0 +1,215 @@
+//! An image classification data set held in memory as `u8` (spec §1.1: images are fed to the
+//! model in [0,1]; the conversion happens per batch, on the batch's device).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind, Tensor};
+
+use crate::error::{Result, invalid};
+
+/// Whether a decoded-image cache was used (Tiny-ImageNet, see [`super::tiny_imagenet`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cache", rename_all = "kebab-case")]
+pub enum CacheStatus {
+    /// The cache matched the files and was read instead of decoding.
+    Hit { path: PathBuf },
+    /// No cache existed; one was written.
+    Built { path: PathBuf },
+    /// A cache existed but did not match (files changed, or it was damaged); it was replaced.
+    Rebuilt { path: PathBuf, why: String },
+    /// Caching was switched off.
+    Disabled,
+    /// The images were decoded but the cache could not be written (e.g. a read-only directory).
+    WriteFailed { path: PathBuf, why: String },
+}
+
+/// Where a data set came from, for run records.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Origin {
+    /// Human-readable, e.g. `CIFAR-10 train`.
+    pub description: String,
+    /// The directory read, if any (synthetic sets have none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheStatus>,
+}
+
+impl Origin {
+    pub fn new(description: impl Into<String>, path: Option<PathBuf>) -> Self {
+        Origin {
+            description: description.into(),
+            path,
+            cache: None,
+        }
+    }
+}
+
+/// Images as a CPU `u8` tensor N×C×H×W, labels as an `i64` tensor N in `0..num_classes`.
+///
+/// Invariants (checked by [`Dataset::new`]): shapes agree, every label is in range, there is one
+/// class name per class.
+#[derive(Debug)]
+pub struct Dataset {
+    images: Tensor,
+    labels: Tensor,
+    /// The labels on the host, for splits and class counts without tensor round trips.
+    label_vec: Vec<i64>,
+    class_names: Vec<String>,
+    origin: Origin,
+}
+
+impl Dataset {
+    /// Checks the invariants and builds the data set. `images` must be `u8` with four
+    /// dimensions; it is moved to the CPU if it is not there.
+    pub fn new(
+        images: Tensor,
+        labels: Vec<i64>,
+        class_names: Vec<String>,
+        origin: Origin,
+    ) -> Result<Self> {
+        let size = images.size();
+        if images.kind() != Kind::Uint8 || size.len() != 4 {
+            return Err(invalid(
+                "images",
+                format!("{:?} tensor of shape {size:?}", images.kind()),
+                "a u8 tensor N×C×H×W",
+            ));
+        }
+        if size[0] != labels.len() as i64 {
+            return Err(invalid(
+                "labels",
+                format!("{} labels", labels.len()),
+                format!("one label per image ({})", size[0]),
+            ));
+        }
+        let k = class_names.len() as i64;
+        if k == 0 {
+            return Err(invalid("class_names", "[]", "at least one class"));
+        }
+        if let Some((i, &y)) = labels.iter().enumerate().find(|&(_, &y)| y < 0 || y >= k) {
+            return Err(invalid(
+                format!("labels[{i}]"),
+                y,
+                format!("a class index in 0..{k}"),
+            ));
+        }
+        let images = images.f_to_device(Device::Cpu)?.f_contiguous()?;
+        let labels_t = Tensor::f_from_slice(&labels)?;
+        Ok(Dataset {
+            images,
+            labels: labels_t,
+            label_vec: labels,
+            class_names,
+            origin,
+        })
+    }
+
+    /// Number of images.
+    pub fn len(&self) -> usize {
+        self.label_vec.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.label_vec.is_empty()
+    }
+
+    /// (C, H, W).
+    pub fn image_shape(&self) -> [i64; 3] {
+        let s = self.images.size();
+        [s[1], s[2], s[3]]
+    }
+
+    pub fn num_classes(&self) -> usize {
+        self.class_names.len()
+    }
+
+    pub fn class_names(&self) -> &[String] {
+        &self.class_names
+    }
+
+    /// The `u8` images, N×C×H×W on the CPU.
+    pub fn images(&self) -> &Tensor {
+        &self.images
+    }
+
+    /// The labels as an `i64` tensor N on the CPU.
+    pub fn labels(&self) -> &Tensor {
+        &self.labels
+    }
+
+    /// The labels on the host.
+    pub fn label_slice(&self) -> &[i64] {
+        &self.label_vec
+    }
+
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// Images per class.
+    pub fn class_counts(&self) -> Vec<usize> {
+        let mut counts = vec![0; self.num_classes()];
+        for &y in &self.label_vec {
+            counts[y as usize] += 1;
+        }
+        counts
+    }
+
+    fn check_indices(&self, indices: &[i64]) -> Result<Tensor> {
+        let n = self.len() as i64;
+        if let Some((i, &j)) = indices.iter().enumerate().find(|&(_, &j)| j < 0 || j >= n) {
+            return Err(invalid(
+                format!("indices[{i}]"),
+                j,
+                format!("an image index in 0..{n}"),
+            ));
+        }
+        Ok(Tensor::f_from_slice(indices)?)
+    }
+
+    /// The images at `indices` as `f32` in [0,1] (B×C×H×W) and their labels (`i64`, B), both
+    /// on `device`. The `u8` batch is moved first and converted there (4× less to copy).
+    pub fn batch(&self, indices: &[i64], device: Device) -> Result<(Tensor, Tensor)> {
+        let idx = self.check_indices(indices)?;
+        let x = self
+            .images
+            .f_index_select(0, &idx)?
+            .f_to_device(device)?
+            .f_to_kind(Kind::Float)?
+            .f_div_scalar(255.0)?;
+        let y = self.labels.f_index_select(0, &idx)?.f_to_device(device)?;
+        Ok((x, y))
+    }
+
+    /// A new data set with the images at `indices` (in that order), e.g. a training split or a
+    /// fixed evaluation subset.
+    pub fn subset(&self, indices: &[i64]) -> Result<Dataset> {
+        let idx = self.check_indices(indices)?;
+        let images = self.images.f_index_select(0, &idx)?;
+        let labels = indices
+            .iter()
+            .map(|&j| self.label_vec[j as usize])
+            .collect();
+        let mut origin = self.origin.clone();
+        origin.description = format!(
+            "{} ({} of {} images)",
+            origin.description,
+            indices.len(),
+            self.len()
+        );
+        Dataset::new(images, labels, self.class_names.clone(), origin)
+    }
+}
+
+/// `n` default class names `"0"`, `"1"`, ….
+pub(crate) fn numbered_classes(n: usize) -> Vec<String> {
+    (0..n).map(|k| k.to_string()).collect()
+}
+
+/// Builds the `u8` tensor N×C×H×W from host bytes in that layout.
+pub(crate) fn images_from_bytes(bytes: &[u8], shape: [usize; 4]) -> Result<Tensor> {
+    let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    Ok(Tensor::f_from_data_size(bytes, &dims, Kind::Uint8)?)
+}
