@@ -524,7 +524,10 @@ fn corrupt_or_foreign_files_are_errors() {
     long.extend_from_slice(&[0; 4]);
     std::fs::write(&cut, &long).unwrap();
     let e = err_text(Model::load(&cut, CPU));
-    assert!(e.contains("cut.safetensors") && e.contains("not a valid safetensors"), "{e}");
+    assert!(
+        e.contains("cut.safetensors") && e.contains("not a valid safetensors"),
+        "{e}"
+    );
 
     // A plain safetensors file (tch's writer, no spec): `load` refuses, `load_weights` works.
     let foreign = dir.path().join("foreign.safetensors");

@@ -12,8 +12,8 @@ use rand::rngs::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use super::draw::below;
 use crate::error::{Result, invalid};
+use rand::RngExt;
 
 /// How the border added before a random crop is filled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,12 +73,12 @@ impl Augment {
         (0..batch)
             .map(|_| {
                 let (dy, dx) = if p > 0 {
-                    let dy = below(rng, 2 * p + 1);
-                    (dy, below(rng, 2 * p + 1))
+                    let dy = rng.random_range(0..2 * p + 1);
+                    (dy, rng.random_range(0..2 * p + 1))
                 } else {
                     (0, 0)
                 };
-                let flip = self.flip && below(rng, 2) == 1;
+                let flip = self.flip && rng.random::<bool>();
                 Draw { dy, dx, flip }
             })
             .collect()

@@ -13,7 +13,6 @@ pub mod augment;
 mod cache;
 pub mod cifar;
 pub mod dataset;
-mod draw;
 pub mod idx;
 pub mod split;
 pub mod synthetic;

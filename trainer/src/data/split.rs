@@ -16,8 +16,8 @@ use rand::rngs::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::dataset::Dataset;
-use super::draw::shuffle;
 use crate::error::{IoContext, Result, TrainerError, invalid};
+use rand::seq::SliceRandom;
 
 /// Which images of each class go to validation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,7 +108,7 @@ impl Split {
                 SplitRule::First => val.extend_from_slice(&members[..n]),
                 SplitRule::Last => val.extend_from_slice(&members[members.len() - n..]),
                 SplitRule::Random { .. } => {
-                    shuffle(members, &mut rng);
+                    members.shuffle(&mut rng);
                     val.extend_from_slice(&members[..n]);
                 }
             }
