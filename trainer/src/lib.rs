@@ -13,6 +13,7 @@ pub mod gradcheck;
 pub mod io;
 pub mod model;
 pub mod paths;
+pub mod run;
 pub mod seed;
 pub mod train;
 

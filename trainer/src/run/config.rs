@@ -1,0 +1,260 @@
+//! The run configuration (`classwise train --config FILE.toml`), with every default spelled out
+//! in the resolved copy a run saves.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::attack::Pgd;
+use crate::data::{Augment, DataSource, SplitSpec};
+use crate::error::{Result, invalid};
+use crate::model::ModelSpec;
+use crate::train::{LrSchedule, Method, SgdConfig};
+
+/// An ℓ∞ budget in [0, 1] pixel units, written as a number (`0.031`) or an exact ratio
+/// (`"8/255"`, the papers' convention; spec §1.2 warns that 0.031 ≠ 8/255).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Eps {
+    pub value: f64,
+    /// The text it was written as, kept for reports.
+    pub text: String,
+}
+
+impl Eps {
+    pub fn parse(text: &str) -> Result<Eps> {
+        let bad = || {
+            invalid(
+                "eps",
+                text,
+                "a number in [0, 1] or a ratio such as \"8/255\"",
+            )
+        };
+        let value = match text.split_once('/') {
+            Some((a, b)) => {
+                let (a, b): (f64, f64) = (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                );
+                if b == 0.0 {
+                    return Err(bad());
+                }
+                a / b
+            }
+            None => text.trim().parse().map_err(|_| bad())?,
+        };
+        if !(0.0..=1.0).contains(&value) {
+            return Err(bad());
+        }
+        Ok(Eps {
+            value,
+            text: text.trim().to_string(),
+        })
+    }
+}
+
+impl Serialize for Eps {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Eps {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        let text = match Raw::deserialize(d)? {
+            Raw::Number(v) => v.to_string(),
+            Raw::Text(t) => t,
+        };
+        Eps::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Where to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceChoice {
+    /// CUDA when available, else the CPU.
+    #[default]
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+impl DeviceChoice {
+    pub fn device(self) -> Result<tch::Device> {
+        match self {
+            DeviceChoice::Auto => Ok(tch::Device::cuda_if_available()),
+            DeviceChoice::Cpu => Ok(tch::Device::Cpu),
+            DeviceChoice::Cuda if tch::Cuda::is_available() => Ok(tch::Device::Cuda(0)),
+            DeviceChoice::Cuda => Err(invalid(
+                "device",
+                "cuda",
+                "a CUDA device visible to libtorch (run `classwise doctor`)",
+            )),
+        }
+    }
+}
+
+/// The data of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataConfig {
+    pub source: DataSource,
+    /// The validation split taken from the training part.
+    #[serde(default = "SplitSpec::none")]
+    pub split: SplitSpec,
+    #[serde(default)]
+    pub augment: Augment,
+    /// Train on only the first N images per class of the training split (CPU presets).
+    #[serde(default)]
+    pub train_per_class: Option<usize>,
+    /// Evaluate on only the first N test images per class.
+    #[serde(default)]
+    pub test_per_class: Option<usize>,
+}
+
+/// What is trained.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    /// The training budget ε (every class, before any class-wise rule).
+    pub eps: Eps,
+    /// The TRADES β (every class, before any class-wise rule).
+    #[serde(default = "default_beta")]
+    pub beta: f64,
+    pub method: Method,
+}
+
+fn default_beta() -> f64 {
+    6.0
+}
+
+/// The per-epoch evaluation and the final report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalConfig {
+    pub attack: Pgd,
+    pub eps: Eps,
+    /// Evaluate every this many epochs (and always after the last one).
+    #[serde(default = "one")]
+    pub every: usize,
+    /// Per-epoch evaluation on only the first N validation / test images per class (the final
+    /// report uses the whole test subset of `data.test_per_class`).
+    #[serde(default)]
+    pub val_per_class: Option<usize>,
+    #[serde(default)]
+    pub test_per_class: Option<usize>,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// Which split picks the "best" checkpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BestSplit {
+    /// Validation (falls back to test when the run has no validation split).
+    #[default]
+    Val,
+    /// Test, as CFA's and Rice et al.'s "best checkpoint" protocol does (spec §3.7).
+    Test,
+}
+
+/// Checkpoint policy: `last` always; `best` by avg + worst-class robust accuracy on
+/// `best_split`; every `every` epochs when `every > 0`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointConfig {
+    pub every: usize,
+    pub best_split: BestSplit,
+}
+
+/// Per-epoch EMA of the whole state (spec §3.5).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmaConfig {
+    pub alpha: f64,
+    #[serde(default)]
+    pub start_epoch: usize,
+}
+
+/// A whole run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    pub name: String,
+    pub seed: u64,
+    pub epochs: usize,
+    #[serde(default)]
+    pub device: DeviceChoice,
+    pub batch_size: usize,
+    pub data: DataConfig,
+    pub model: ModelSpec,
+    pub optimizer: SgdConfig,
+    pub schedule: LrSchedule,
+    pub train: TrainConfig,
+    pub eval: EvalConfig,
+    #[serde(default)]
+    pub checkpoint: CheckpointConfig,
+    #[serde(default)]
+    pub ema: Option<EmaConfig>,
+}
+
+impl RunConfig {
+    /// Parses TOML; errors name the file's field (toml's messages carry line and column).
+    pub fn from_toml(text: &str) -> Result<RunConfig> {
+        let c: RunConfig = toml::from_str(text).map_err(|e| {
+            invalid(
+                "config",
+                e.message(),
+                format!("a valid run configuration ({e})"),
+            )
+        })?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string_pretty(self).map_err(|e| invalid("config", e, "serialisable"))
+    }
+
+    /// Checks the values serde cannot.
+    pub fn validate(&self) -> Result<()> {
+        if self.epochs == 0 {
+            return Err(invalid("epochs", 0, ">= 1"));
+        }
+        if self.batch_size == 0 {
+            return Err(invalid("batch_size", 0, ">= 1"));
+        }
+        if !(self.train.beta.is_finite() && self.train.beta >= 0.0) {
+            return Err(invalid("train.beta", self.train.beta, "finite and >= 0"));
+        }
+        if self.eval.every == 0 {
+            return Err(invalid("eval.every", 0, ">= 1"));
+        }
+        if let Some(ema) = self.ema
+            && !(0.0..=1.0).contains(&ema.alpha)
+        {
+            return Err(invalid("ema.alpha", ema.alpha, "in [0, 1]"));
+        }
+        for (field, v) in [
+            ("data.train_per_class", self.data.train_per_class),
+            ("data.test_per_class", self.data.test_per_class),
+            ("eval.val_per_class", self.eval.val_per_class),
+            ("eval.test_per_class", self.eval.test_per_class),
+        ] {
+            if v == Some(0) {
+                return Err(invalid(field, 0, ">= 1 (or leave it out)"));
+            }
+        }
+        self.model.validate()?;
+        self.optimizer.validate()?;
+        self.schedule.validate()?;
+        self.eval.attack.validate()?;
+        Ok(())
+    }
+}
