@@ -4,6 +4,7 @@ mod demo;
 mod doctor;
 mod theory;
 mod toy;
+mod trainer_cli;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +43,12 @@ enum Command {
         #[command(subcommand)]
         command: toy::ToyCommand,
     },
+    /// Train a model from a TOML configuration (presets in configs/); resumable.
+    Train(trainer_cli::TrainArgs),
+    /// Class-wise evaluation of a run's checkpoint under an attack.
+    Eval(trainer_cli::EvalArgs),
+    /// Images per second of one PGD-10 AT and one TRADES training step.
+    Bench(trainer_cli::BenchArgs),
     /// The project's end-to-end showcase: doctor and the libtorch gradient self-check, with
     /// every output written to one folder.
     Demo {
@@ -75,6 +82,9 @@ fn main() -> ExitCode {
         Command::Demo { data, out } => demo::run(&data.roots(), &out),
         Command::Theory { command } => theory::run(command),
         Command::Toy { command } => toy::run(command),
+        Command::Train(a) => trainer_cli::train(&a),
+        Command::Eval(a) => trainer_cli::eval(&a),
+        Command::Bench(a) => trainer_cli::bench(&a),
     };
     match result {
         Ok(code) => code,

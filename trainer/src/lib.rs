@@ -5,6 +5,7 @@
 //! Code is device-agnostic: [`default_device`] picks CUDA when libtorch has it, else the CPU.
 
 pub mod attack;
+pub mod bench;
 pub mod data;
 pub mod doctor;
 pub mod error;

@@ -244,8 +244,8 @@ fn load_data(config: &RunConfig, dir: &RunDir) -> Result<RunData> {
     })
 }
 
-/// The first `n` per class of a whole data set.
-fn head_per_class(d: &Dataset, n: Option<usize>) -> Result<Dataset> {
+/// The first `n` per class of a whole data set (all of it when `n` is `None`).
+pub fn head_per_class(d: &Dataset, n: Option<usize>) -> Result<Dataset> {
     let all: Vec<i64> = (0..d.len() as i64).collect();
     d.subset(&first_per_class(d.label_slice(), &all, n, d.num_classes()))
 }
