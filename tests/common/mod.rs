@@ -19,6 +19,7 @@ pub fn text(out: &Output) -> String {
 }
 
 /// The model flags of CFA Figure 1: d = 1, η = 0.4, σ² = 0.6, p = 0.85/0.7.
+#[allow(dead_code)] // Each test file compiles this module; not all use every item.
 pub const FIG1: [&str; 10] = [
     "--d",
     "1",
