@@ -50,6 +50,20 @@ fn opts() -> TrainOptions {
     TrainOptions::default()
 }
 
+fn resume() -> TrainOptions {
+    TrainOptions {
+        resume: true,
+        ..opts()
+    }
+}
+
+fn stop_after(n: usize) -> TrainOptions {
+    TrainOptions {
+        stop_after: Some(n),
+        ..opts()
+    }
+}
+
 fn final_state(dir: &std::path::Path) -> Vec<(String, tch::Tensor)> {
     let run = classwise_trainer::run::RunDir(dir.to_path_buf());
     Model::load(&run.weights("last").unwrap(), Device::Cpu)
@@ -89,26 +103,10 @@ fn a_run_writes_its_directory_and_resumes_bit_identically() {
     assert_eq!(RunConfig::from_toml(&saved).unwrap(), config());
 
     // Stop after one epoch, then resume: the same final weights, bit for bit.
-    let stopped = train(
-        &config(),
-        &b,
-        TrainOptions {
-            stop_after: Some(1),
-            ..opts()
-        },
-    )
-    .unwrap();
+    let stopped = train(&config(), &b, stop_after(1)).unwrap();
     assert!(stopped.report.is_none());
     assert_eq!(stopped.completed_epochs, 1);
-    let resumed = train(
-        &config(),
-        &b,
-        TrainOptions {
-            resume: true,
-            ..opts()
-        },
-    )
-    .unwrap();
+    let resumed = train(&config(), &b, resume()).unwrap();
     assert_eq!(resumed.completed_epochs, 3);
     let (sa, sb) = (final_state(&a), final_state(&b));
     assert_eq!(sa.len(), sb.len());
@@ -134,40 +132,14 @@ fn a_run_writes_its_directory_and_resumes_bit_identically() {
 fn existing_runs_and_changed_configs_are_guarded() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    let e = train(
-        &config(),
-        &dir,
-        TrainOptions {
-            resume: true,
-            ..opts()
-        },
-    )
-    .err()
-    .unwrap();
+    let e = train(&config(), &dir, resume()).err().unwrap();
     assert!(e.to_string().contains("--resume"), "{e}");
-    train(
-        &config(),
-        &dir,
-        TrainOptions {
-            stop_after: Some(1),
-            ..opts()
-        },
-    )
-    .unwrap();
+    train(&config(), &dir, stop_after(1)).unwrap();
     let e = train(&config(), &dir, opts()).err().unwrap();
     assert!(e.to_string().contains("--resume"), "{e}");
     let mut changed = config();
     changed.train.beta = 1.0;
-    let e = train(
-        &changed,
-        &dir,
-        TrainOptions {
-            resume: true,
-            ..opts()
-        },
-    )
-    .err()
-    .unwrap();
+    let e = train(&changed, &dir, resume()).err().unwrap();
     assert!(e.to_string().contains("--force"), "{e}");
     let done = train(
         &changed,
