@@ -60,7 +60,7 @@ pub fn run(roots: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
     );
     let smoke = train_smoke(&out.join("fmnist-smoke"))?;
     let smoke_line = format!(
-        "fmnist-smoke (PGD-AT, eps 0.1, 2 epochs on 1,000 Fashion-MNIST images, PGD-5 on 500 test \
+        "fmnist-smoke (PGD-AT, eps 0.1, 2 epochs on 2,000 Fashion-MNIST images, PGD-5 on 500 test \
          images): clean {:.1}%, robust {:.1}%, worst class {} ({}) at {:.1}%, robust MCD {:.1} points",
         100.0 * smoke.clean.overall.unwrap_or(smoke.clean.class_mean),
         100.0 * smoke.robust.overall.unwrap_or(smoke.robust.class_mean),

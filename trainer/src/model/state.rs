@@ -3,8 +3,8 @@
 //!
 //! tch's BatchNorm keeps `running_mean` and `running_var` (f32) and no `num_batches_tracked`
 //! counter (its momentum is fixed), so every tensor of a model's state is floating-point.
-//! [`Model::ema_update`] nevertheless copies, rather than averages, any non-floating entry, as
-//! spec §13.7 requires for integer buffers.
+//! Weight averaging itself is `crate::train::WeightAverage` (it copies, rather than averages,
+//! any non-floating entry, as spec §13.7 requires for integer buffers).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -184,40 +184,6 @@ impl Model {
     pub fn copy_state_from(&mut self, other: &Model) -> Result<()> {
         self.require_same_spec(other)?;
         self.load_state(&other.variables_sorted())
-    }
-
-    /// θ̄ ← decay·θ̄ + (1 − decay)·θ over the whole state, BN running statistics included
-    /// (spec §3.5: EMA and FAWA per epoch), with θ̄ this model and θ `other` (same spec).
-    /// Non-floating entries (none in tch models) are copied. `decay` must be in [0, 1];
-    /// `decay = 0` is a copy (FAWA's first acceptance).
-    pub fn ema_update(&mut self, other: &Model, decay: f64) -> Result<()> {
-        if !(0.0..=1.0).contains(&decay) {
-            return Err(invalid("decay", decay, "a number in [0, 1]"));
-        }
-        self.require_same_spec(other)?;
-        let theirs = other.variables_sorted();
-        if let Some(m) = self.state_mismatch(&theirs) {
-            return Err(invalid(
-                format!("state.{}", m.name()),
-                m.to_string(),
-                "equal states",
-            ));
-        }
-        let theirs: BTreeMap<String, Tensor> = theirs.into_iter().collect();
-        tch::no_grad(|| -> Result<()> {
-            for (name, mut avg) in self.variables_sorted() {
-                let Some(src) = theirs.get(&name) else {
-                    continue;
-                };
-                if avg.is_floating_point() {
-                    let _ = avg.f_mul_scalar_(decay)?;
-                    let _ = avg.f_add_(&(src * (1.0 - decay)))?;
-                } else {
-                    avg.f_copy_(src)?;
-                }
-            }
-            Ok(())
-        })
     }
 
     /// A copy of this model (same spec, device and state) that shares no storage with it.

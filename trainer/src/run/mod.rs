@@ -16,6 +16,7 @@
 //! uninterrupted one.
 
 pub mod config;
+pub mod progress;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -449,10 +450,20 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             let train_set = &data.train;
             let augment = config.data.augment;
             let seed = config.seed;
+            let progress = progress::Progress::new(
+                format!("epoch {}/{}", epoch + 1, config.epochs),
+                order.len().div_ceil(config.batch_size),
+                config.batch_size,
+                opts.verbose,
+            );
             let batch_iter = order
                 .chunks(config.batch_size)
                 .enumerate()
                 .map(|(step, idx)| {
+                    // Requesting batch `step` means batch `step − 1` was trained.
+                    if step > 0 {
+                        progress.tick(step - 1);
+                    }
                     let (x, y) = train_set.batch(idx, device)?;
                     let x = if augment.is_identity() {
                         x
@@ -463,6 +474,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                     Ok((x, y))
                 });
             let stats = train_epoch(&model, &mut sgd, &method, &plan, batch_iter, lr, device)?;
+            progress.finish();
             if let Some(e) = config.ema {
                 ema.apply(
                     ema_action(epoch, e.start_epoch, e.alpha)?,
