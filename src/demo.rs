@@ -53,7 +53,7 @@ pub fn run(roots: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
     io::write_json(&out.join("toy-multiclass-at.json"), "the toy run", &toy)?;
     let toy_robust = &toy.final_model.robust;
     println!(
-        "toy: PGD-AT on 5 Gaussian classes of different difficulty: robust accuracy avg {:.3},          worst class {} at {:.3} (`classwise toy multiclass --method at`)",
+        "toy: PGD-AT on 5 Gaussian classes of different difficulty: robust accuracy avg {:.3}, worst class {} at {:.3} (`classwise toy multiclass --method at`)",
         toy.final_model.robust_avg(),
         toy_robust.worst.class,
         toy_robust.worst.value
