@@ -193,10 +193,15 @@ proptest! {
     #![proptest_config(common::config("proptest-regressions/binary.txt", 6))]
 
     /// For random parameters whose optimum stands out (R̄ at ŵ_ε exceeds both limits, w → 0⁺
-    /// and w → ∞, by at least 0.01, so that a finite sample can see it), the empirical ŵ_ε gets
-    /// closer to CFA Theorem 2's closed form from n = 2·10³ to 2·10⁵ per class, and at 2·10⁵
-    /// its population regret is below 2·10⁻³ (about 2.5 standard errors of an empirical
-    /// accuracy over 4·10⁵ samples).
+    /// and w → ∞, by at least 0.01, so that a finite sample can see it), the empirical ŵ_ε
+    /// approaches CFA Theorem 2's closed form as n grows: its population regret
+    /// R̄(ŵ_ε) − R̄(empirical ŵ_ε), averaged over 4 samples, at least halves from n = 2·10³ to
+    /// 2·10⁵ per class wherever it starts above 3·10⁻⁴ (it shrinks like n^(−2/3), about 20×; the
+    /// noise floor of 4 samples at 2·10⁵ is below 10⁻⁴), and
+    /// at 2·10⁵ it is below 2·10⁻³ (about 2.5 standard errors of an empirical accuracy over 4·10⁵
+    /// samples). On a flat peak the regret is at the noise floor for both n and the relative
+    /// error of ŵ_ε is noisy, so those are only reported (the decrease of the relative error is
+    /// shown at Figure 1's parameters by `fitted_w_hat_approaches_the_closed_form`).
     #[test]
     fn fitted_w_hat_is_consistent(
         d in 1u32..=20,
@@ -213,10 +218,19 @@ proptest! {
         let peak = m.average_robust_accuracy(w_hat, eps, Adversary::Paper).unwrap();
         let limits = [1e-9, 1e9].map(|w| m.average_robust_accuracy(w, eps, Adversary::Paper).unwrap());
         prop_assume!(peak - limits[0].max(limits[1]) >= 0.01);
-        let (small, _) = w_hat_errors(m, eps, 2_000, 4);
-        let (large, regret) = w_hat_errors(m, eps, 200_000, 4);
-        prop_assert!(large < small, "error {large} at n = 2e5 vs {small} at n = 2e3");
-        prop_assert!(regret < 2e-3, "regret {regret} at n = 2e5");
+        let (rel_small, regret_small) = w_hat_errors(m, eps, 2_000, 4);
+        let (rel_large, regret_large) = w_hat_errors(m, eps, 200_000, 4);
+        // Where the small sample leaves room (regret above 3·10⁻⁴, about half of the cases), the
+        // large one at least halves it;
+        // on a flat peak both sit at the noise floor and only the absolute bound applies.
+        if regret_small > 3e-4 {
+            prop_assert!(
+                regret_large < 0.5 * regret_small,
+                "regret {regret_large} at n = 2e5 vs {regret_small} at n = 2e3 \
+                 (relative errors {rel_large} vs {rel_small})"
+            );
+        }
+        prop_assert!(regret_large < 2e-3, "regret {regret_large} at n = 2e5");
     }
 }
 
