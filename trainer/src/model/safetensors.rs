@@ -6,8 +6,9 @@
 //! leave half a file; here the bytes are serialised in memory by the `safetensors` crate and
 //! written with [`crate::io::write_atomic`] (temporary file in the same directory, fsync,
 //! rename). Files are readable by tch's `Tensor::read_safetensors` and by Python's
-//! `safetensors.torch.load_file`. Tensors are serialised in name order, so equal inputs give
-//! equal bytes.
+//! `safetensors.torch.load_file`. Tensors are serialised in name order and the metadata map is
+//! stored as one JSON string under the key `classwise`, so equal inputs give equal bytes in every
+//! process (a resumed run's checkpoints are byte-identical to an uninterrupted run's).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -25,6 +26,9 @@ pub struct SafetensorsFile {
     /// The `__metadata__` map (empty if the file has none).
     pub metadata: BTreeMap<String, String>,
 }
+
+/// The single `__metadata__` key under which the string metadata is stored, as a JSON map.
+const METADATA_KEY: &str = "classwise";
 
 fn dtype_of(kind: Kind) -> Option<Dtype> {
     Some(match kind {
@@ -90,8 +94,15 @@ pub fn to_bytes(
                 .map_err(|e| invalid(format!("tensor `{name}`"), e, "a valid safetensors view"))
         })
         .collect::<Result<Vec<_>>>()?;
-    let info: Option<HashMap<String, String>> =
-        (!metadata.is_empty()).then(|| metadata.clone().into_iter().collect());
+    // The crate takes a HashMap, whose order varies between processes; one key holding the
+    // sorted map as JSON keeps the bytes of equal inputs equal.
+    let info: Option<HashMap<String, String>> = if metadata.is_empty() {
+        None
+    } else {
+        let json = serde_json::to_string(metadata)
+            .map_err(|e| invalid("metadata", e, "serialisable strings"))?;
+        Some(HashMap::from([(METADATA_KEY.to_string(), json)]))
+    };
     safetensors::serialize(views, info)
         .map_err(|e| invalid("safetensors", e, "serialisable tensors and metadata"))
 }
@@ -118,12 +129,16 @@ pub fn read(path: &Path, device: Device) -> Result<SafetensorsFile> {
         .map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
     let st = SafeTensors::deserialize(&bytes)
         .map_err(|e| bad(format!("not a valid safetensors file: {e}")))?;
-    let metadata = header
-        .metadata()
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+    let mut metadata = BTreeMap::new();
+    for (key, value) in header.metadata().clone().unwrap_or_default() {
+        if key == METADATA_KEY {
+            let inner: BTreeMap<String, String> = serde_json::from_str(&value)
+                .map_err(|e| bad(format!("metadata `{METADATA_KEY}` is not a JSON map: {e}")))?;
+            metadata.extend(inner);
+        } else {
+            metadata.insert(key, value);
+        }
+    }
     let mut tensors = Vec::new();
     for (name, view) in st.tensors() {
         let kind = kind_of(view.dtype()).ok_or_else(|| {
