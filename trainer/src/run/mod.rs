@@ -317,19 +317,36 @@ fn environment(config: &RunConfig, device: Device) -> serde_json::Value {
     })
 }
 
+/// Whether a JSON value holds a null anywhere.
+fn contains_null(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => true,
+        serde_json::Value::Array(a) => a.iter().any(contains_null),
+        serde_json::Value::Object(o) => o.values().any(contains_null),
+        _ => false,
+    }
+}
+
 /// Appends one line to `metrics.jsonl`, flushed and synced.
 fn append_metrics(path: &Path, log: &EpochLog) -> Result<()> {
-    let line = serde_json::to_string(log).map_err(|source| TrainerError::Json {
+    // serde_json writes NaN and infinities as null; only `val` and `test` may be null (no
+    // evaluation that epoch).
+    let value = serde_json::to_value(log).map_err(|source| TrainerError::Json {
         what: "metrics line",
         source,
     })?;
-    if line.contains("null") && !line.contains("\"val\":null") && !line.contains("\"test\":null") {
+    let bad = value.as_object().is_some_and(|o| {
+        o.iter()
+            .any(|(k, v)| !(v.is_null() && (k == "val" || k == "test")) && contains_null(v))
+    });
+    if bad {
         return Err(invalid(
             "metrics",
             format!("epoch {}", log.epoch),
             "finite numbers (a NaN or infinity would be written as null)",
         ));
     }
+    let line = value.to_string();
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -3,7 +3,6 @@
 //! inputs (CFA's t_k, spec §3.3: the adversarial examples trained on, the logits of the loss
 //! forward, before the update, per-class denominators).
 
-use classwise_theory::metrics::ClassTally;
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
@@ -38,7 +37,9 @@ pub fn train_epoch(
     device: Device,
 ) -> Result<EpochStats> {
     let k = plan.n_classes();
-    let mut tally = ClassTally::new(k)?;
+    // Per-class counts stay on the device; one copy to the host per epoch.
+    let mut correct = Tensor::zeros([k as i64], (Kind::Int64, device));
+    let mut total = Tensor::zeros([k as i64], (Kind::Int64, device));
     let (mut loss_sum, mut n_batches) = (0.0, 0usize);
     for (i, batch) in batches.into_iter().enumerate() {
         let (x, y) = batch?;
@@ -57,27 +58,27 @@ pub fn train_epoch(
         }
         out.loss.backward();
         optimizer.step(lr);
-        let labels: Vec<i64> = Vec::try_from(&y.to_device(Device::Cpu).to_kind(Kind::Int64))?;
-        let correct: Vec<bool> = Vec::try_from(&out.correct.to_device(Device::Cpu))?;
-        for (&c, &l) in correct.iter().zip(&labels) {
-            let label = usize::try_from(l).map_err(|_| TrainerError::Invalid {
-                field: "labels".into(),
-                value: l.to_string(),
-                expected: format!("classes 0..{k}"),
-            })?;
-            tally.add(label, c)?;
-        }
+        let y = y.to_kind(Kind::Int64);
+        total = total.f_index_add(0, &y, &y.ones_like())?;
+        correct = correct.f_index_add(0, &y, &out.correct.to_kind(Kind::Int64))?;
         loss_sum += loss;
         n_batches += 1;
     }
+    let correct: Vec<i64> = Vec::try_from(&correct.to_device(Device::Cpu))?;
+    let total: Vec<i64> = Vec::try_from(&total.to_device(Device::Cpu))?;
+    let (correct, total): (Vec<u64>, Vec<u64>) = correct
+        .iter()
+        .zip(&total)
+        .map(|(&c, &t)| (c as u64, t as u64))
+        .unzip();
     Ok(EpochStats {
-        train_robust: tally
-            .accuracies()
-            .into_iter()
-            .map(|a| a.unwrap_or(0.0))
+        train_robust: correct
+            .iter()
+            .zip(&total)
+            .map(|(&c, &t)| if t > 0 { c as f64 / t as f64 } else { 0.0 })
             .collect(),
-        correct: tally.correct().to_vec(),
-        total: tally.total().to_vec(),
+        correct,
+        total,
         mean_loss: if n_batches > 0 {
             loss_sum / n_batches as f64
         } else {
