@@ -77,6 +77,13 @@ impl DataArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::Demo { .. } | Command::Train(_) | Command::Eval(_) | Command::Bench(_)
+    ) {
+        // Before libtorch starts its threads, which inherit the settings.
+        classwise_trainer::runtime::tune();
+    }
     let result = match cli.command {
         Command::Doctor { data, json } => doctor::run(&data.roots(), json),
         Command::Demo { data, out } => demo::run(&data.roots(), &out),

@@ -9,7 +9,6 @@ use classwise_trainer::attack::{Pgd, StepSize};
 use classwise_trainer::data::{self, Part};
 use classwise_trainer::eval::markdown;
 use classwise_trainer::io::write_json;
-use classwise_trainer::model::Model;
 use classwise_trainer::run::{self, RunConfig, RunDir, TrainOptions};
 
 #[derive(Args)]
@@ -48,7 +47,7 @@ pub struct EvalArgs {
     /// Run directory written by `classwise train`.
     #[arg(long)]
     run: PathBuf,
-    /// best | last | a path to model weights.
+    /// best | last | ema (the last epoch's weight average) | a path to model weights.
     #[arg(long, default_value = "last")]
     checkpoint: String,
     /// Attack [default: the run's evaluation attack].
@@ -131,11 +130,10 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
         anyhow::ensure!(s.is_finite() && s >= 0.0, "--step must be >= 0, got {s}");
     }
     let device = config.device.device()?;
-    let weights = dir.weights(&a.checkpoint)?;
-    let model = Model::load(&weights, device)?;
+    let model = dir.load_model(&a.checkpoint, device)?;
     let test_full = data::load(&config.data.source, Part::Test)?;
     let test = run::head_per_class(&test_full, config.data.test_per_class)?;
-    let report = classwise_trainer::seed::seeded(config.seed as i64, || {
+    let report = classwise_trainer::seed::seeded(run::report_seed(&config), || {
         run::evaluate_on(&model, &test, &config, device)
     })?;
     let tag = a.checkpoint.replace(['/', '.'], "_");
@@ -163,8 +161,9 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         specs.truncate(1);
     }
     println!(
-        "device {device:?}, {} threads, batch {}, {} timed steps after 1 warm-up",
+        "device {device:?}, {} threads, {}, batch {}, {} timed steps after 1 warm-up",
         tch::get_num_threads(),
+        classwise_trainer::runtime::current(),
         a.batch,
         a.steps
     );

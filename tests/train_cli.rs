@@ -28,7 +28,7 @@ fn every_preset_is_a_valid_configuration() {
             n += 1;
         }
     }
-    assert!(n >= 5, "{n} presets");
+    assert!(n >= 10, "{n} presets");
 }
 
 /// fmnist-smoke stopped after one epoch and resumed ends bit-identical to an uninterrupted run,
@@ -84,6 +84,8 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
     assert!(out.status.success(), "{}", text(&out));
     let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(e["clean"], report(&a)["clean"]);
+    assert_eq!(e["robust"], report(&a)["robust"]);
+    assert_eq!(e["attack"], report(&a)["attack"]);
     // A different attack changes the numbers and is named in the report.
     let out = classwise(&[
         "eval",

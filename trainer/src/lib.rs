@@ -15,6 +15,7 @@ pub mod io;
 pub mod model;
 pub mod paths;
 pub mod run;
+pub mod runtime;
 pub mod seed;
 pub mod train;
 

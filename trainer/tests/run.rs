@@ -86,6 +86,8 @@ fn a_run_writes_its_directory_and_resumes_bit_identically() {
         "state.json",
         "report.json",
         "report.md",
+        "report-ema.json",
+        "report-ema.md",
     ] {
         assert!(a.join(f).is_file(), "{f} missing");
     }
@@ -96,6 +98,7 @@ fn a_run_writes_its_directory_and_resumes_bit_identically() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(v["train_robust"].as_array().unwrap().len(), 3);
         assert!(v["test"]["robust_worst"].is_number(), "{line}");
+        assert!(v["ema_test"]["robust_worst"].is_number(), "{line}");
         assert!(!line.contains("null") || line.contains("\"val\":null"));
     }
     // The resolved config parses back to the same run.
@@ -175,4 +178,74 @@ fn bad_configs_name_the_field() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("model.num_classes"), "{e}");
+}
+
+/// The averaged model: with decay 0.5 from epoch 0 over 3 epochs it is
+/// 0.25·w₀ + 0.25·w₁ + 0.5·w₂ (BN statistics included, integer buffers copied), which
+/// `RunDir::load_model("ema")` returns and `report-ema.json` evaluates; with decay 0 it is the
+/// last model, so its per-epoch evaluation equals the raw model's (same attack starts).
+#[test]
+fn the_weight_average_is_saved_evaluated_and_loadable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = config();
+    c.checkpoint.every = 1;
+    let dir = tmp.path().join("half");
+    train(&c, &dir, opts()).unwrap();
+    let run = classwise_trainer::run::RunDir(dir.clone());
+    let epoch = |e: usize| {
+        Model::load(
+            &run.checkpoint(&format!("e{e:04}"))
+                .join("model.safetensors"),
+            Device::Cpu,
+        )
+        .unwrap()
+        .state()
+    };
+    let (w0, w1, w2) = (epoch(0), epoch(1), epoch(2));
+    let ema = run.load_model("ema", Device::Cpu).unwrap().state();
+    let mut averaged = 0;
+    for (i, (name, t)) in ema.iter().enumerate() {
+        assert_eq!(name, &w2[i].0);
+        if t.is_floating_point() {
+            let expected = &w0[i].1 * 0.25 + &w1[i].1 * 0.25 + &w2[i].1 * 0.5;
+            assert!(t.allclose(&expected, 1e-5, 1e-6, false), "{name}");
+            averaged += 1;
+        } else {
+            assert!(t.equal(&w2[i].1), "{name}");
+        }
+    }
+    assert!(averaged > 4, "{averaged} floating tensors");
+    // It differs from the last model, and so does its report.
+    let last = run.load_model("last", Device::Cpu).unwrap().state();
+    assert!(ema.iter().zip(&last).any(|(a, b)| !a.1.equal(&b.1)));
+    assert!(dir.join("report-ema.json").is_file());
+
+    c.ema = Some(classwise_trainer::run::config::EmaConfig {
+        alpha: 0.0,
+        start_epoch: 0,
+    });
+    let dir = tmp.path().join("zero");
+    train(&c, &dir, opts()).unwrap();
+    let metrics = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+    for line in metrics.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["ema_test"], v["test"], "{line}");
+    }
+    let report = |f: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.join(f)).unwrap()).unwrap()
+    };
+    assert_eq!(report("report-ema.json"), report("report.json"));
+
+    // Without [ema] there is no averaged model to load, and the error says so.
+    c.ema = None;
+    let dir = tmp.path().join("none");
+    train(&c, &dir, opts()).unwrap();
+    assert!(!dir.join("report-ema.json").exists());
+    let run = classwise_trainer::run::RunDir(dir);
+    let err = run
+        .load_model("ema", Device::Cpu)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("ema"), "{err}");
 }

@@ -8,7 +8,8 @@
 //! * `checkpoints/e<epoch>/{model,optimizer,ema}.safetensors` and `checkpoints/best.safetensors`,
 //!   all written atomically; `state.json` (written last, atomically) names the checkpoint a
 //!   resume starts from, so a crash at any point leaves a consistent run;
-//! * `report.json` and `report.md`: the class-wise evaluation of the final model.
+//! * `report.json` and `report.md`: the class-wise evaluation of the final model, and
+//!   `report-ema.{json,md}` for its weight average when `[ema]` is set.
 //!
 //! Every random stream is derived from (seed, epoch, step): the data order and augmentation from
 //! ChaCha8 streams, libtorch's generator (attack starts) reseeded before every batch. A resumed
@@ -36,6 +37,20 @@ use crate::eval::{Evaluation, evaluate, markdown};
 use crate::io::write_json;
 use crate::model::Model;
 use crate::train::{ClassPlan, ClassRule, ClassStats, Sgd, Uniform, WeightAverage, train_epoch};
+
+/// `model` with the averaged weights of `ema`, kept in `slot` (built on first use).
+fn averaged_model<'a>(
+    slot: &'a mut Option<Model>,
+    model: &Model,
+    ema: &WeightAverage,
+) -> Result<&'a Model> {
+    let averaged = match slot {
+        Some(m) => m,
+        None => slot.insert(model.try_clone()?),
+    };
+    averaged.load_state(&ema.state())?;
+    Ok(averaged)
+}
 
 /// The files of a run directory.
 #[derive(Clone, Debug)]
@@ -73,6 +88,30 @@ impl RunDir {
             }
             path => Ok(PathBuf::from(path)),
         }
+    }
+
+    /// The model of a named checkpoint: `last`, `best`, `ema` (the weight average of the last
+    /// epoch, spec §3.5) or a path to model weights.
+    pub fn load_model(&self, which: &str, device: Device) -> Result<Model> {
+        if which != "ema" {
+            return Model::load(&self.weights(which)?, device);
+        }
+        let state = RunState::load(&self.state())?;
+        let ck = self.checkpoint(&state.checkpoint);
+        let average = ck.join("ema.safetensors");
+        if state.ema_updates == 0 || !average.exists() {
+            return Err(invalid(
+                "--checkpoint",
+                "ema",
+                format!(
+                    "a run with weight averaging ({} holds none; set [ema] in the config)",
+                    ck.display()
+                ),
+            ));
+        }
+        let mut model = Model::load(&ck.join("model.safetensors"), device)?;
+        model.load_state(&WeightAverage::load(&average, state.ema_updates)?.state())?;
+        Ok(model)
     }
 }
 
@@ -153,6 +192,8 @@ pub struct EpochLog {
     pub plan: ClassPlan,
     pub val: Option<SplitLog>,
     pub test: Option<SplitLog>,
+    /// The weight-averaged model (`[ema]`) on the test subset, as CFA's code logs it.
+    pub ema_test: Option<SplitLog>,
     pub seconds: f64,
     pub images_per_second: f64,
 }
@@ -279,6 +320,25 @@ pub fn evaluate_on(
     )
 }
 
+/// Evaluated splits, for [`eval_seed`].
+#[derive(Clone, Copy)]
+enum EvalSplit {
+    Test = 0,
+    Val = 1,
+}
+
+/// libtorch's seed for an evaluation on `split` after `epoch` (0-based; `epochs` for the final
+/// report). The raw and the averaged model get the same attack starts.
+fn eval_seed(seed: u64, epoch: usize, split: EvalSplit) -> i64 {
+    torch_seed(seed, epoch, usize::MAX - split as usize)
+}
+
+/// libtorch's seed for the final report: `classwise eval` of the last checkpoint with the run's
+/// attack seeds with it and so reproduces `report.json`.
+pub fn report_seed(config: &RunConfig) -> i64 {
+    eval_seed(config.seed, config.epochs, EvalSplit::Test)
+}
+
 /// A 64-bit mix of (seed, epoch, step) for libtorch's generator.
 fn torch_seed(seed: u64, epoch: usize, step: usize) -> i64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
@@ -311,6 +371,7 @@ fn environment(config: &RunConfig, device: Device) -> serde_json::Value {
         "libtorch": crate::LIBTORCH_VERSION,
         "device": format!("{device:?}"),
         "threads": tch::get_num_threads(),
+        "cpu_tuning": crate::runtime::current(),
         "seed": config.seed,
         "streams": "data order and augmentation: ChaCha8(seed) streams per epoch; libtorch \
                     generator reseeded per batch from (seed, epoch, step)",
@@ -329,15 +390,16 @@ fn contains_null(v: &serde_json::Value) -> bool {
 
 /// Appends one line to `metrics.jsonl`, flushed and synced.
 fn append_metrics(path: &Path, log: &EpochLog) -> Result<()> {
-    // serde_json writes NaN and infinities as null; only `val` and `test` may be null (no
+    // serde_json writes NaN and infinities as null; only `val`, `test` and `ema_test` may be null (no
     // evaluation that epoch).
     let value = serde_json::to_value(log).map_err(|source| TrainerError::Json {
         what: "metrics line",
         source,
     })?;
     let bad = value.as_object().is_some_and(|o| {
-        o.iter()
-            .any(|(k, v)| !(v.is_null() && (k == "val" || k == "test")) && contains_null(v))
+        o.iter().any(|(k, v)| {
+            !(v.is_null() && matches!(k.as_str(), "val" | "test" | "ema_test")) && contains_null(v)
+        })
     });
     if bad {
         return Err(invalid(
@@ -420,6 +482,8 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     let mut model = Model::new(&config.model, device, config.seed as i64)?;
     let mut sgd = Sgd::new(model.var_store(), config.optimizer)?;
     let mut ema = WeightAverage::new();
+    // The averaged weights are evaluated in a second model, built on first use.
+    let mut ema_model: Option<Model> = None;
     let mut rule = Uniform(ClassPlan::uniform(
         k,
         config.train.eps.value,
@@ -500,14 +564,22 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             }
             let last = epoch + 1 == config.epochs;
             let evaluate_now = last || (epoch + 1) % config.eval.every == 0;
+            let log_of = |m: &Model, d: &Dataset, split: EvalSplit| -> Result<SplitLog> {
+                tch::manual_seed(eval_seed(config.seed, epoch, split));
+                Ok(SplitLog::of(&evaluate_on(m, d, config, device)?))
+            };
             let val = match (&val_eval, evaluate_now) {
-                (Some(v), true) => Some(SplitLog::of(&evaluate_on(&model, v, config, device)?)),
+                (Some(v), true) => Some(log_of(&model, v, EvalSplit::Val)?),
                 _ => None,
             };
             let test = if evaluate_now {
-                Some(SplitLog::of(&evaluate_on(
-                    &model, &test_eval, config, device,
-                )?))
+                Some(log_of(&model, &test_eval, EvalSplit::Test)?)
+            } else {
+                None
+            };
+            let ema_test = if evaluate_now && ema.is_initialized() {
+                let averaged = averaged_model(&mut ema_model, &model, &ema)?;
+                Some(log_of(averaged, &test_eval, EvalSplit::Test)?)
             } else {
                 None
             };
@@ -529,6 +601,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 plan,
                 val,
                 test,
+                ema_test,
                 seconds,
                 images_per_second: data.train.len() as f64 / seconds.max(1e-9),
             };
@@ -605,10 +678,17 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 completed_epochs,
             });
         }
-        tch::manual_seed(torch_seed(config.seed, config.epochs, usize::MAX));
+        tch::manual_seed(report_seed(config));
         let report = evaluate_on(&model, &data.test, config, device)?;
         write_json(&dir.0.join("report.json"), "report", &report)?;
         crate::io::write_atomic(&dir.0.join("report.md"), markdown(&report).as_bytes())?;
+        if ema.is_initialized() {
+            let averaged = averaged_model(&mut ema_model, &model, &ema)?;
+            tch::manual_seed(report_seed(config));
+            let report = evaluate_on(averaged, &data.test, config, device)?;
+            write_json(&dir.0.join("report-ema.json"), "report", &report)?;
+            crate::io::write_atomic(&dir.0.join("report-ema.md"), markdown(&report).as_bytes())?;
+        }
         Ok(RunSummary {
             dir,
             report: Some(report),
