@@ -2,6 +2,7 @@
 
 mod demo;
 mod doctor;
+mod figures;
 mod theory;
 mod toy;
 mod trainer_cli;
@@ -42,6 +43,12 @@ enum Command {
     Toy {
         #[command(subcommand)]
         command: toy::ToyCommand,
+    },
+    /// Regenerate the papers' figures (SVG and PNG, the data of every series as CSV, and an
+    /// index.md gallery).
+    Figures {
+        #[command(subcommand)]
+        command: figures::FiguresCommand,
     },
     /// Train a model from a TOML configuration (presets in configs/); resumable.
     Train(trainer_cli::TrainArgs),
@@ -89,6 +96,7 @@ fn main() -> ExitCode {
         Command::Demo { data, out } => demo::run(&data.roots(), &out),
         Command::Theory { command } => theory::run(command),
         Command::Toy { command } => toy::run(command),
+        Command::Figures { command } => figures::run(command),
         Command::Train(a) => trainer_cli::train(&a),
         Command::Eval(a) => trainer_cli::eval(&a),
         Command::Bench(a) => trainer_cli::bench(&a),
