@@ -1,7 +1,7 @@
 //! `classwise demo`: the project's best end-to-end result so far, written to one folder:
 //! the environment report, the libtorch gradient self-check, the numerical check of the papers'
 //! theorems (`classwise theory verify`), the multi-class toy under PGD-AT (`classwise toy
-//! multiclass`), and a short PGD-AT run on the real Fashion-MNIST with its class-wise report
+//! multiclass`), the theory and toy figures (`classwise figures`), and a short PGD-AT run on the real Fashion-MNIST with its class-wise report
 //! (the `fmnist-smoke` preset, `classwise train`).
 
 use std::path::{Path, PathBuf};
@@ -58,6 +58,28 @@ pub fn run(roots: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
         toy_robust.worst.class,
         toy_robust.worst.value
     );
+    let mut figure_count = 0;
+    for (name, (figures, index)) in [
+        (
+            "theory",
+            crate::figures::render_theory(&out.join("figures/theory"))?,
+        ),
+        (
+            "toy",
+            crate::figures::render_toy(&out.join("figures/toy"), &Default::default())?,
+        ),
+    ] {
+        figure_count += figures.len();
+        println!(
+            "figures ({name}): {} (SVG, PNG and CSV), gallery {}",
+            figures
+                .iter()
+                .map(|f| f.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            index.display()
+        );
+    }
     let smoke = train_smoke(&out.join("fmnist-smoke"))?;
     let smoke_line = format!(
         "fmnist-smoke (PGD-AT, eps 0.1, 2 epochs on 2,000 Fashion-MNIST images, PGD-5 on 500 test \
@@ -76,10 +98,11 @@ pub fn run(roots: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
          gradient self-check: max relative error {err:.3e} on {} ({})\n\
          theory: {} checks over {cases} cases ({}), {confirmed}/{} errata confirmed\n\
          toy PGD-AT: robust avg {:.3}, worst class {:.3}\n\
+         figures: {figure_count} in figures/theory and figures/toy (index.md in each)\n\
          {smoke_line}\n\
          files: doctor.json (environment), gradcheck.json (autograd and finite-difference \
          gradients), theory-verify.json (every check and erratum), toy-multiclass-at.json, \
-         fmnist-smoke/ (a whole run directory)\n",
+         figures/ (theory and toy galleries), fmnist-smoke/ (a whole run directory)\n",
         report.problems.len(),
         g.device,
         if ok { "ok" } else { "FAILED" },

@@ -43,37 +43,52 @@ fn report(out: &Path, figures: &[Rendered], index: &Path) {
     );
 }
 
+/// The theory figures and their gallery in `out`; returns them and the gallery's path.
+pub fn render_theory(out: &Path) -> anyhow::Result<(Vec<Rendered>, PathBuf)> {
+    let figures = classwise_figures::theory::render_all(out)?;
+    let index = write_index(
+        out,
+        "Theory figures",
+        "Closed forms of CFA's binary Gaussian model and of the WAT bounds, computed by \
+         `classwise-theory`. Regenerate with `classwise figures theory --out DIR`; every image \
+         has an SVG twin and the CSV of exactly the series it draws.",
+        &figures,
+    )?;
+    Ok((figures, index))
+}
+
+/// The toy figures and their gallery in `out`; returns them and the gallery's path.
+pub fn render_toy(
+    out: &Path,
+    options: &classwise_figures::toy::Options,
+) -> anyhow::Result<(Vec<Rendered>, PathBuf)> {
+    let figures = classwise_figures::toy::render_all(out, options)?;
+    let index = write_index(
+        out,
+        "Toy figures",
+        &format!(
+            "Simulations by `classwise-toy` next to the closed forms of `classwise-theory` \
+             (seed {}{}). Regenerate with `classwise figures toy --out DIR`; every image has an \
+             SVG twin and the CSV of exactly the series it draws.",
+            options.seed,
+            if options.quick { ", quick sizes" } else { "" }
+        ),
+        &figures,
+    )?;
+    Ok((figures, index))
+}
+
 pub fn run(command: FiguresCommand) -> anyhow::Result<ExitCode> {
-    match command {
+    let (out, (figures, index)) = match command {
         FiguresCommand::Theory { out } => {
-            let figures = classwise_figures::theory::render_all(&out)?;
-            let index = write_index(
-                &out,
-                "Theory figures",
-                "Closed forms of CFA's binary Gaussian model and of the WAT bounds, computed by \
-                 `classwise-theory`. Regenerate with `classwise figures theory --out DIR`; every \
-                 image has an SVG twin and the CSV of exactly the series it draws.",
-                &figures,
-            )?;
-            report(&out, &figures, &index);
+            let r = render_theory(&out)?;
+            (out, r)
         }
         FiguresCommand::Toy { out, seed, quick } => {
-            let options = classwise_figures::toy::Options { seed, quick };
-            let figures = classwise_figures::toy::render_all(&out, &options)?;
-            let index = write_index(
-                &out,
-                "Toy figures",
-                &format!(
-                    "Simulations by `classwise-toy` next to the closed forms of \
-                     `classwise-theory` (seed {seed}{}). Regenerate with `classwise figures toy \
-                     --out DIR`; every image has an SVG twin and the CSV of exactly the series \
-                     it draws.",
-                    if quick { ", quick sizes" } else { "" }
-                ),
-                &figures,
-            )?;
-            report(&out, &figures, &index);
+            let r = render_toy(&out, &classwise_figures::toy::Options { seed, quick })?;
+            (out, r)
         }
-    }
+    };
+    report(&out, &figures, &index);
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -112,13 +112,26 @@ pub type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Ranged
 pub type DrawResult<T, DB> =
     std::result::Result<T, DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
-/// A framed chart with a caption (empty for none), the common margins and label areas.
-pub fn chart<'a, DB: DrawingBackend>(
+/// A chart over the axes made from the specs `X` and `Y` (see [`frame`]).
+pub type Framed<'a, DB, X, Y> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<<X as AsRangedCoord>::CoordDescType, <Y as AsRangedCoord>::CoordDescType>,
+>;
+
+/// A framed chart over any axes (linear, `log_scale()`, …) with a caption (empty for none), the
+/// common margins and label areas.
+pub fn frame<'a, DB, X, Y>(
     area: &'a DrawingArea<DB, Shift>,
     caption: &str,
-    x: Range<f64>,
-    y: Range<f64>,
-) -> DrawResult<Chart<'a, DB>, DB> {
+    x: X,
+    y: Y,
+) -> DrawResult<Framed<'a, DB, X, Y>, DB>
+where
+    DB: DrawingBackend,
+    X: AsRangedCoord,
+    Y: AsRangedCoord,
+{
     let mut builder = ChartBuilder::on(area);
     builder
         .margin(18)
@@ -131,7 +144,17 @@ pub fn chart<'a, DB: DrawingBackend>(
     builder.build_cartesian_2d(x, y)
 }
 
-/// The grid, ticks and axis descriptions of `chart` (any ranged axes: linear, log, segmented).
+/// A framed chart over f64 × f64 (see [`frame`]).
+pub fn chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    x: Range<f64>,
+    y: Range<f64>,
+) -> DrawResult<Chart<'a, DB>, DB> {
+    frame(area, caption, x, y)
+}
+
+/// The grid, ticks and axis descriptions of `chart`, with [`tick_plain`] labels.
 pub fn mesh<DB, X, Y>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
     x_desc: &str,
@@ -139,8 +162,25 @@ pub fn mesh<DB, X, Y>(
 ) -> DrawResult<(), DB>
 where
     DB: DrawingBackend,
-    X: Ranged + ValueFormatter<<X as Ranged>::ValueType>,
-    Y: Ranged + ValueFormatter<<Y as Ranged>::ValueType>,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    mesh_with(chart, x_desc, y_desc, &tick_plain, &tick_plain)
+}
+
+/// [`mesh`] with the tick labels written by `x_fmt` and `y_fmt` (e.g. [`tick_log`] on a log axis,
+/// [`tick_whole`] for epochs).
+pub fn mesh_with<DB, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    x_desc: &str,
+    y_desc: &str,
+    x_fmt: &dyn Fn(&f64) -> String,
+    y_fmt: &dyn Fn(&f64) -> String,
+) -> DrawResult<(), DB>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     chart
         .configure_mesh()
@@ -152,7 +192,135 @@ where
         .bold_line_style(RGBColor(0, 0, 0).mix(0.15))
         .x_labels(8)
         .y_labels(8)
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(y_fmt)
         .draw()
+}
+
+/// A tick label of a linear axis: at most 4 decimals, trailing zeros dropped, no "-0", a true
+/// minus sign.
+pub fn tick_plain(v: &f64) -> String {
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    match s {
+        "" | "-" | "-0" => "0".into(),
+        _ => s.replacen('-', "−", 1),
+    }
+}
+
+/// A tick label of a log axis: powers of ten as `1`, `10`, `0.1`, `10²`, `10⁻³`, other values
+/// as [`tick_plain`].
+pub fn tick_log(v: &f64) -> String {
+    let e = v.log10();
+    if v.is_finite() && *v > 0.0 && (e - e.round()).abs() < 1e-9 {
+        let e = e.round() as i32;
+        return match e {
+            0 => "1".into(),
+            1 => "10".into(),
+            -1 => "0.1".into(),
+            _ => format!("10{}", superscript(e)),
+        };
+    }
+    tick_plain(v)
+}
+
+/// A tick label of whole numbers (epochs, rounds).
+pub fn tick_whole(v: &f64) -> String {
+    tick_plain(&v.round())
+}
+
+/// An integer in Unicode superscript digits.
+fn superscript(e: i32) -> String {
+    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+    let mut s = String::new();
+    if e < 0 {
+        s.push('⁻');
+    }
+    for c in e.unsigned_abs().to_string().chars() {
+        s.push(DIGITS[c as usize - '0' as usize]);
+    }
+    s
+}
+
+/// `[min, max]` of the finite `values` widened by `pad` of its span on each side (by `pad` when
+/// the span is 0); `0..1` when there is no finite value.
+pub fn padded(values: impl IntoIterator<Item = f64>, pad: f64) -> Range<f64> {
+    let (lo, hi) = values
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+    if lo > hi {
+        return 0.0..1.0;
+    }
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    (lo - pad * span)..(hi + pad * span)
+}
+
+/// The parts of the polyline `points` inside the band `lo ≤ y ≤ hi`, cut where a segment leaves
+/// it (interpolated linearly in plotted coordinates: in ln x when `log_x`). Non-finite points
+/// break the line. plotters clamps out-of-range points onto the frame, which would draw a false
+/// line along its edge.
+pub fn clip_y(points: &[(f64, f64)], lo: f64, hi: f64, log_x: bool) -> Vec<Vec<(f64, f64)>> {
+    type Map = fn(f64) -> f64;
+    let (map, unmap): (Map, Map) = if log_x {
+        (f64::ln, f64::exp)
+    } else {
+        (std::convert::identity, std::convert::identity)
+    };
+    let inside = |y: f64| y.is_finite() && (lo..=hi).contains(&y);
+    let cut = |a: (f64, f64), b: (f64, f64), level: f64| {
+        let s = (level - a.1) / (b.1 - a.1);
+        (unmap(map(a.0) + s * (map(b.0) - map(a.0))), level)
+    };
+    let mut parts = Vec::new();
+    let mut current: Vec<(f64, f64)> = Vec::new();
+    for (i, &p) in points.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|j| points[j]);
+        match (prev, inside(p.1)) {
+            (Some(q), true) if !inside(q.1) && q.1.is_finite() => {
+                current.push(cut(q, p, if q.1 > hi { hi } else { lo }));
+                current.push(p);
+            }
+            (_, true) => current.push(p),
+            (Some(q), false) => {
+                if inside(q.1) && p.1.is_finite() {
+                    current.push(cut(q, p, if p.1 > hi { hi } else { lo }));
+                }
+                if current.len() > 1 {
+                    parts.push(std::mem::take(&mut current));
+                }
+                current.clear();
+            }
+            (None, false) => {}
+        }
+    }
+    if current.len() > 1 {
+        parts.push(current);
+    }
+    parts
+}
+
+/// Draws the parts of `points` inside the y range `y` (see [`clip_y`]) with [`line`]; the
+/// legend entry comes from the first part.
+pub fn clipped_line<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    points: &[(f64, f64)],
+    y: &Range<f64>,
+    log_x: bool,
+    color: RGBColor,
+    dash: Dash,
+    label: &str,
+) -> DrawResult<(), DB>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    for (i, part) in clip_y(points, y.start, y.end, log_x).iter().enumerate() {
+        line(chart, part, color, dash, if i == 0 { label } else { "" })?;
+    }
+    Ok(())
 }
 
 /// The shape style of a line.
@@ -219,4 +387,51 @@ where
         .margin(12)
         .legend_area_size(44)
         .draw()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks() {
+        assert_eq!(tick_log(&1.0), "1");
+        assert_eq!(tick_log(&10.0), "10");
+        assert_eq!(tick_log(&1000.0), "10³");
+        assert_eq!(tick_log(&1e-4), "10⁻⁴");
+        assert_eq!(tick_log(&20.0), "20");
+        assert_eq!(tick_log(&0.25), "0.25");
+        assert_eq!(tick_log(&0.0), "0");
+        assert_eq!(tick_plain(&1000.0), "1000");
+        assert_eq!(tick_plain(&-200.0), "−200");
+        assert_eq!(tick_plain(&0.5), "0.5");
+        assert_eq!(tick_plain(&-1e-17), "0");
+        assert_eq!(tick_whole(&12.0000001), "12");
+    }
+
+    #[test]
+    fn clipping_cuts_at_the_band() {
+        let pts = [(0.0, 3.0), (1.0, 1.0), (2.0, 0.5), (3.0, 3.0)];
+        let parts = clip_y(&pts, 0.0, 2.0, false);
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0][0], (0.5, 2.0));
+        assert_eq!(parts[0][1], (1.0, 1.0));
+        assert_eq!(parts[0].len(), 4);
+        assert!((parts[0][3].0 - 2.0 - 1.5 / 2.5).abs() < 1e-12);
+        // A non-finite point breaks the line; a log x axis cuts in ln x.
+        let pts = [(1.0, 0.0), (2.0, f64::INFINITY), (3.0, 1.0), (4.0, 1.5)];
+        assert_eq!(
+            clip_y(&pts, 0.0, 2.0, false),
+            vec![vec![(3.0, 1.0), (4.0, 1.5)]]
+        );
+        let parts = clip_y(&[(1.0, 0.0), (100.0, 2.0)], 0.0, 1.0, true);
+        assert!((parts[0][1].0 - 10.0).abs() < 1e-9, "{parts:?}");
+    }
+
+    #[test]
+    fn padding() {
+        assert_eq!(padded([1.0, 3.0, f64::NAN], 0.5), 0.0..4.0);
+        assert_eq!(padded([2.0], 0.5), 1.5..2.5);
+        assert_eq!(padded([], 0.1), 0.0..1.0);
+    }
 }

@@ -7,10 +7,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::grid;
-use crate::error::{Result, invalid};
+use crate::error::Result;
 use crate::render::Figure;
 use crate::style::{self, Dash, DrawResult};
-use crate::table::{Cell, Table};
+use crate::table::Table;
 
 /// The curves of Figure 1(b) on a grid of w.
 pub struct Fig1b {
@@ -48,15 +48,6 @@ impl Fig1b {
         let [a0, a1] = per_class(&|y, w| model.clean_accuracy(y, w));
         let [r0, r1] = per_class(&|y, w| model.robust_accuracy(y, w, eps, Adversary::Paper));
         let [f0, f1] = per_class(&|y, w| model.robust_accuracy(y, w, eps, Adversary::Full));
-        let star = |y: Class| {
-            model.w_star(y).value().ok_or_else(|| {
-                invalid(
-                    format!("w*_{y:?} of the model"),
-                    model.w_star(y).label(),
-                    "a finite maximiser of A_y",
-                )
-            })
-        };
         Ok(Fig1b {
             model,
             eps,
@@ -64,7 +55,7 @@ impl Fig1b {
             clean: [a0?, a1?],
             robust: [r0?, r1?],
             robust_full: [f0?, f1?],
-            w_star: [star(Class::Pos)?, star(Class::Neg)?],
+            w_star: crate::theory::w_stars(&model)?,
         })
     }
 
@@ -109,13 +100,7 @@ impl Figure for Fig1b {
             ],
         )
         .expect("equal lengths by construction");
-        let mut markers = Table::new("markers", &["class", "w_star"]);
-        for (i, name) in ["+1", "-1"].iter().enumerate() {
-            markers
-                .push(vec![Cell::from(*name), Cell::from(self.w_star[i])])
-                .expect("two cells");
-        }
-        vec![curves, markers]
+        vec![curves, crate::theory::w_star_table(&self.w_star)]
     }
 
     fn axis_labels(&self) -> Vec<String> {

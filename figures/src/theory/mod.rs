@@ -7,10 +7,46 @@ pub mod wat;
 
 use std::path::Path;
 
-use crate::error::Result;
+use classwise_theory::model::{BinaryModel, Class};
+
+use crate::error::{Result, invalid};
 use crate::render::{Rendered, render};
+use crate::table::{Cell, Table};
 
 pub use fig1b::Fig1b;
+
+/// w*_y of `model` (CFA Theorem 3), or an error naming the class when A_y has no finite
+/// maximiser (p_y ∉ (1/2, 1)).
+pub fn w_star(model: &BinaryModel, y: Class) -> Result<f64> {
+    let argmax = model.w_star(y);
+    argmax.value().ok_or_else(|| {
+        invalid(
+            format!(
+                "w*_{y:?} of the model (d = {}, σ = {})",
+                model.d(),
+                model.sigma()
+            ),
+            argmax.label(),
+            "a finite maximiser of A_y (1/2 < p_y < 1)",
+        )
+    })
+}
+
+/// [w*₊₁, w*₋₁] of `model`.
+pub fn w_stars(model: &BinaryModel) -> Result<[f64; 2]> {
+    Ok([w_star(model, Class::Pos)?, w_star(model, Class::Neg)?])
+}
+
+/// The `markers` table of the w*_y lines: class, w_star.
+pub fn w_star_table(w_star: &[f64; 2]) -> Table {
+    let mut markers = Table::new("markers", &["class", "w_star"]);
+    for (name, w) in ["+1", "-1"].iter().zip(w_star) {
+        markers
+            .push(vec![Cell::from(*name), Cell::from(*w)])
+            .expect("two cells");
+    }
+    markers
+}
 
 /// `n` evenly spaced points from `a` to `b`, both included.
 pub fn grid(a: f64, b: f64, n: usize) -> Vec<f64> {
