@@ -4,11 +4,14 @@
 //! ridge of the heat map), spot-checked against numbers printed in the theory spec, and each CSV
 //! has the expected header and row count. Rendering is checked by `tests/render.rs`.
 
+mod common;
+
 use approx::assert_relative_eq;
 use classwise_figures::Figure;
 use classwise_figures::theory::cfa::{SigmaScaling, Thm1Gaps, Thm2, Thm4b, Thm34, sigma, thm4b};
 use classwise_theory::model::{Adversary, Argmax, BinaryModel, Class};
 use classwise_theory::theorems::figure1_model;
+use common::num;
 
 /// The Figure 1 model with another d, σ or p₋₁.
 fn model(d: u32, sigma: f64, p_neg: f64) -> BinaryModel {
@@ -17,17 +20,7 @@ fn model(d: u32, sigma: f64, p_neg: f64) -> BinaryModel {
 
 /// Header and rows (as text) of a figure's `k`-th table.
 fn csv(fig: &impl Figure, k: usize) -> (String, Vec<Vec<String>>) {
-    let text = String::from_utf8(fig.tables()[k].to_csv().unwrap()).unwrap();
-    let mut lines = text.lines();
-    let header = lines.next().unwrap().to_owned();
-    let rows = lines
-        .map(|l| l.split(',').map(str::to_owned).collect())
-        .collect();
-    (header, rows)
-}
-
-fn num(s: &str) -> f64 {
-    s.parse().unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    common::csv(&fig.tables()[k])
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! the theory functions themselves) and the numbers of the theory spec §5.1-5.2 and §7 (H5, G2),
 //! and write the CSV tables they declare.
 
+mod common;
+
 use approx::assert_relative_eq;
 use classwise_figures::Table;
 use classwise_figures::theory::wat::hedge::{self, HedgePanels, constant_rows, wat_like_sequence};
@@ -19,21 +21,7 @@ use classwise_theory::wat::hedge::Hedge;
 use classwise_theory::wat::monte_carlo::{PartA, TermScales};
 use classwise_theory::wat::no_regret::{Theorem1Report, lemma1_oscillation};
 use classwise_theory::wat::sequences::{SequenceKind, generate};
-
-/// The CSV of `table`: its header line and the rows split into cells.
-fn csv(table: &Table) -> (String, Vec<Vec<String>>) {
-    let text = String::from_utf8(table.to_csv().unwrap()).unwrap();
-    let mut lines = text.lines();
-    let header = lines.next().unwrap().to_owned();
-    let rows = lines
-        .map(|l| l.split(',').map(str::to_owned).collect())
-        .collect();
-    (header, rows)
-}
-
-fn num(cell: &str) -> f64 {
-    cell.parse().unwrap()
-}
+use common::{csv, num};
 
 fn table<'a>(tables: &'a [Table], name: &str) -> &'a Table {
     tables

@@ -1,0 +1,19 @@
+//! Helpers shared by the figure tests.
+
+use classwise_figures::Table;
+
+/// The CSV of `table`: its header line and the rows split into cells.
+pub fn csv(table: &Table) -> (String, Vec<Vec<String>>) {
+    let text = String::from_utf8(table.to_csv().unwrap()).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_owned();
+    let rows = lines
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .collect();
+    (header, rows)
+}
+
+/// A number of a CSV cell (`inf` and `NaN` included).
+pub fn num(cell: &str) -> f64 {
+    cell.parse().unwrap_or_else(|e| panic!("{cell:?}: {e}"))
+}
