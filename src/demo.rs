@@ -92,13 +92,18 @@ pub fn run(roots: &[PathBuf], out: &Path) -> anyhow::Result<ExitCode> {
         100.0 * smoke.robust.mcd
     );
     println!("{smoke_line} (report: fmnist-smoke/report.md)");
+    let (run_figures, _) =
+        crate::figures::render_run(&out.join("fmnist-smoke"), &out.join("fmnist-smoke/figures"))?;
+    figure_count += run_figures.len();
+    println!("figures of the fmnist-smoke run: fmnist-smoke/figures/index.md");
     let summary = format!(
         "classwise demo\n\
          doctor: {} problem(s)\n\
          gradient self-check: max relative error {err:.3e} on {} ({})\n\
          theory: {} checks over {cases} cases ({}), {confirmed}/{} errata confirmed\n\
          toy PGD-AT: robust avg {:.3}, worst class {:.3}\n\
-         figures: {figure_count} in figures/theory and figures/toy (index.md in each)\n\
+         figures: {figure_count} in figures/theory, figures/toy and fmnist-smoke/figures \
+         (index.md in each)\n\
          {smoke_line}\n\
          files: doctor.json (environment), gradcheck.json (autograd and finite-difference \
          gradients), theory-verify.json (every check and erratum), toy-multiclass-at.json, \

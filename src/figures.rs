@@ -28,6 +28,16 @@ pub enum FiguresCommand {
         #[arg(long)]
         quick: bool,
     },
+    /// Figures of a training run: class-wise robust accuracy over the epochs (test and the
+    /// training t_k) and, once finished, the final class-wise report.
+    Run {
+        /// Run directory written by `classwise train`.
+        #[arg(long)]
+        run: PathBuf,
+        /// Output folder [default: <run>/figures].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 /// Prints what was written and the gallery's path.
@@ -78,6 +88,25 @@ pub fn render_toy(
     Ok((figures, index))
 }
 
+/// The figures of the training run in `run` and their gallery in `out`; returns them and the
+/// gallery's path.
+pub fn render_run(run: &Path, out: &Path) -> anyhow::Result<(Vec<Rendered>, PathBuf)> {
+    let figures = classwise_figures::run::render_all(run, out)?;
+    let index = write_index(
+        out,
+        &format!("Figures of the run {}", run.display()),
+        &format!(
+            "Drawn from `metrics.jsonl` and `report.json` of {}. Regenerate with `classwise \
+             figures run --run {}`; every image has an SVG twin and the CSV of exactly the \
+             series it draws.",
+            run.display(),
+            run.display()
+        ),
+        &figures,
+    )?;
+    Ok((figures, index))
+}
+
 pub fn run(command: FiguresCommand) -> anyhow::Result<ExitCode> {
     let (out, (figures, index)) = match command {
         FiguresCommand::Theory { out } => {
@@ -86,6 +115,11 @@ pub fn run(command: FiguresCommand) -> anyhow::Result<ExitCode> {
         }
         FiguresCommand::Toy { out, seed, quick } => {
             let r = render_toy(&out, &classwise_figures::toy::Options { seed, quick })?;
+            (out, r)
+        }
+        FiguresCommand::Run { run, out } => {
+            let out = out.unwrap_or_else(|| run.join("figures"));
+            let r = render_run(&run, &out)?;
             (out, r)
         }
     };

@@ -103,6 +103,30 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
         "{}",
         f["attack"]
     );
+    // `figures run` draws the real run's logs into <run>/figures, with the report's numbers.
+    let out = classwise(&["figures", "run", "--run", a.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let figs = a.join("figures");
+    for f in [
+        "index.md",
+        "run-curves.png",
+        "run-curves-test.csv",
+        "run-report.svg",
+    ] {
+        assert!(figs.join(f).is_file(), "{f} missing");
+    }
+    let bars = std::fs::read_to_string(figs.join("run-report.csv")).unwrap();
+    let robust = &report(&a)["robust"]["per_class"];
+    for (c, row) in bars.lines().skip(1).enumerate() {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(
+            cells[3].parse::<f64>().unwrap(),
+            robust[c].as_f64().unwrap(),
+            "{row}"
+        );
+    }
     // Re-running into an existing run directory without --resume is refused.
     let out = classwise(&["train", "--config", c, "--out", a.to_str().unwrap()])
         .output()

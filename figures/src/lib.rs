@@ -8,7 +8,9 @@
 //! [`write_index`] writes the gallery.
 
 pub mod error;
+pub mod legend;
 pub mod render;
+pub mod run;
 pub mod style;
 pub mod table;
 pub mod theory;

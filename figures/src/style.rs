@@ -82,6 +82,20 @@ pub const PALETTE: [RGBColor; 8] = [
     RGBColor(240, 228, 66),
 ];
 
+/// Ten distinguishable colours for per-class lines (the "category10" palette).
+pub const CATEGORY10: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
 /// The colour of series `i` (cycling; black is kept for references such as bounds).
 pub fn color(i: usize) -> RGBColor {
     PALETTE[1 + i % (PALETTE.len() - 1)]

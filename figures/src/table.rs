@@ -9,6 +9,8 @@ use crate::error::{FigureError, Result, invalid};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
     Num(f64),
+    /// Counts, class indices, epochs.
+    Int(i64),
     Text(String),
 }
 
@@ -20,7 +22,7 @@ impl From<f64> for Cell {
 
 impl From<usize> for Cell {
     fn from(v: usize) -> Self {
-        Cell::Num(v as f64)
+        Cell::Int(v as i64)
     }
 }
 
@@ -40,6 +42,7 @@ impl Cell {
     fn render(&self) -> String {
         match self {
             Cell::Num(v) => format!("{v:?}"),
+            Cell::Int(v) => v.to_string(),
             Cell::Text(t) => t.clone(),
         }
     }

@@ -8,9 +8,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::HPos;
 
-use super::legend::{self, Entry};
 use super::{MulticlassRuns, Options};
 use crate::error::{Result, invalid};
+use crate::legend::{self, Entry};
 use crate::render::Figure;
 use crate::style::{self, DrawResult};
 use crate::table::{Cell, Table};

@@ -11,8 +11,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::Options;
-use super::legend::{self, Entry, Shape};
 use crate::error::{Result, invalid};
+use crate::legend::{self, Entry, Shape};
 use crate::render::Figure;
 use crate::style::{self, Dash, DrawResult};
 use crate::table::Table;

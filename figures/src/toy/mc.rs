@@ -11,8 +11,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::Options;
-use super::legend::{self, Entry, Shape};
 use crate::error::Result;
+use crate::legend::{self, Entry, Shape};
 use crate::render::Figure;
 use crate::style::{self, Dash, DrawResult};
 use crate::table::{Cell, Table};

@@ -10,7 +10,7 @@ pub mod bars;
 pub mod budgets;
 pub mod ccm;
 pub mod fig1a;
-pub mod legend;
+
 pub mod mc;
 
 use std::path::Path;

@@ -1,5 +1,6 @@
 //! A legend drawn as a row (or rows) of entries in its own strip below the panels, so it is
-//! shared by every panel and never covers data; and the point markers of the toy figures.
+//! shared by every panel and never covers data; point markers, error bars and labels placed
+//! outside the plotting area.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;

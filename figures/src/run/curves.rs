@@ -1,0 +1,295 @@
+//! Class-wise robust accuracy of a trainer run over the epochs: on the test subset after each
+//! evaluated epoch (the per-class curves of CFA §3 and Tian et al. Fig. 1), and t_k, the
+//! accuracy on the adversarial examples trained on (CFA §3.3, the statistic CCM calibrates on).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::log::RunLog;
+use crate::error::{Result, invalid};
+use crate::legend::{self, Entry};
+use crate::render::Figure;
+use crate::style::{self, Dash, DrawResult};
+use crate::table::{Cell, Table};
+
+/// At most this many classes get a coloured line and a legend entry each; more are drawn as a
+/// grey band of thin lines.
+pub const MAX_NAMED: usize = 10;
+
+const AXES: [&str; 3] = [
+    "epoch",
+    "robust test accuracy (evaluation attack)",
+    "train robust accuracy t_k",
+];
+
+/// The series of [`RunCurves`], read from a run's `metrics.jsonl`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunCurves {
+    pub name: String,
+    pub class_names: Vec<String>,
+    /// 1-based epochs of every line of `metrics.jsonl`.
+    pub epochs: Vec<f64>,
+    /// t_k per class (outer index: class).
+    pub train_robust: Vec<Vec<f64>>,
+    /// 1-based epochs with a test evaluation.
+    pub test_epochs: Vec<f64>,
+    /// Robust test accuracy per class at `test_epochs` (outer index: class).
+    pub test_robust: Vec<Vec<f64>>,
+    pub test_avg: Vec<f64>,
+    pub test_worst: Vec<f64>,
+    /// 1-based epochs with an evaluation of the averaged model, and its average robust accuracy.
+    pub ema_epochs: Vec<f64>,
+    pub ema_avg: Vec<f64>,
+}
+
+impl RunCurves {
+    pub fn new(log: &RunLog) -> Result<Self> {
+        let k = log.num_classes();
+        let epoch = |e: usize| (e + 1) as f64;
+        let mut c = RunCurves {
+            name: log.name.clone(),
+            class_names: log.class_names.clone(),
+            epochs: Vec::new(),
+            train_robust: vec![Vec::new(); k],
+            test_epochs: Vec::new(),
+            test_robust: vec![Vec::new(); k],
+            test_avg: Vec::new(),
+            test_worst: Vec::new(),
+            ema_epochs: Vec::new(),
+            ema_avg: Vec::new(),
+        };
+        for e in &log.epochs {
+            c.epochs.push(epoch(e.epoch));
+            for (series, v) in c.train_robust.iter_mut().zip(&e.train_robust) {
+                series.push(*v);
+            }
+            if let Some(t) = &e.test {
+                c.test_epochs.push(epoch(e.epoch));
+                for (series, v) in c.test_robust.iter_mut().zip(&t.robust) {
+                    series.push(*v);
+                }
+                c.test_avg.push(t.robust_avg);
+                c.test_worst.push(t.robust_worst);
+            }
+            if let Some(t) = &e.ema_test {
+                c.ema_epochs.push(epoch(e.epoch));
+                c.ema_avg.push(t.robust_avg);
+            }
+        }
+        if c.test_epochs.is_empty() {
+            return Err(invalid(
+                format!("metrics of run {}", c.name),
+                "no epoch with a test evaluation",
+                "at least one (the last epoch is always evaluated)",
+            ));
+        }
+        Ok(c)
+    }
+
+    fn named(&self) -> bool {
+        self.class_names.len() <= MAX_NAMED
+    }
+
+    fn class_color(&self, k: usize) -> RGBColor {
+        if self.named() {
+            style::CATEGORY10[k % style::CATEGORY10.len()]
+        } else {
+            RGBColor(170, 170, 170)
+        }
+    }
+}
+
+fn points(x: &[f64], y: &[f64]) -> Vec<(f64, f64)> {
+    x.iter().copied().zip(y.iter().copied()).collect()
+}
+
+impl Figure for RunCurves {
+    fn id(&self) -> &'static str {
+        "run-curves"
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "Run {}: class-wise robust accuracy during training",
+            self.name
+        )
+    }
+
+    fn reproduces(&self) -> &'static str {
+        "the class-wise robust accuracy curves of CFA section 3 and Tian et al. Figure 1, from \
+         the run's metrics.jsonl"
+    }
+
+    fn look_at(&self) -> &'static str {
+        "The spread between the classes at every epoch, which class stays at the bottom (the \
+         worst class), and whether t_k, the statistic CFA calibrates its budgets on, ranks the \
+         classes as the test accuracy does."
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (1600, 820)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        let k = self.class_names.len();
+        let mut test_header = vec!["epoch".to_owned()];
+        test_header.extend((0..k).map(|c| format!("robust_{c}")));
+        test_header.extend(["robust_avg".to_owned(), "robust_worst".to_owned()]);
+        let mut test = Table::new(
+            "test",
+            &test_header.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        for (i, e) in self.test_epochs.iter().enumerate() {
+            let mut row = vec![Cell::from(*e)];
+            row.extend(self.test_robust.iter().map(|s| Cell::from(s[i])));
+            row.extend([Cell::from(self.test_avg[i]), Cell::from(self.test_worst[i])]);
+            test.push(row).expect("one cell per column");
+        }
+        let mut train_header = vec!["epoch".to_owned()];
+        train_header.extend((0..k).map(|c| format!("train_robust_{c}")));
+        let mut train = Table::new(
+            "train",
+            &train_header.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        for (i, e) in self.epochs.iter().enumerate() {
+            let mut row = vec![Cell::from(*e)];
+            row.extend(self.train_robust.iter().map(|s| Cell::from(s[i])));
+            train.push(row).expect("one cell per column");
+        }
+        let mut classes = Table::new("classes", &["class", "name"]);
+        for (c, n) in self.class_names.iter().enumerate() {
+            classes
+                .push(vec![Cell::from(c), Cell::from(n.as_str())])
+                .expect("two cells");
+        }
+        let mut out = vec![test, train, classes];
+        if !self.ema_epochs.is_empty() {
+            out.push(
+                Table::columns(
+                    "ema",
+                    &[("epoch", &self.ema_epochs), ("robust_avg", &self.ema_avg)],
+                )
+                .expect("equal lengths by construction"),
+            );
+        }
+        out
+    }
+
+    fn axis_labels(&self) -> Vec<String> {
+        AXES.map(String::from).to_vec()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
+        let rows = if self.named() { 3 } else { 1 };
+        let (plot, strip) = legend::split(area, rows);
+        let panels = plot.split_evenly((1, 2));
+        let last = self.epochs.last().copied().unwrap_or(1.0);
+        let x = 0.5..last + 0.5;
+        let [x_desc, test_desc, train_desc] = AXES;
+
+        let mut a = style::chart(
+            &panels[0],
+            "(a) test subset, each class and the average",
+            x.clone(),
+            0.0..1.0,
+        )?;
+        style::mesh_with(
+            &mut a,
+            x_desc,
+            test_desc,
+            &style::tick_whole,
+            &style::tick_plain,
+        )?;
+        for (c, series) in self.test_robust.iter().enumerate() {
+            let pts = points(&self.test_epochs, series);
+            style::line(&mut a, &pts, self.class_color(c), Dash::Solid, "")?;
+            if self.named() {
+                a.draw_series(
+                    pts.iter()
+                        .map(|&p| Circle::new(p, 4, self.class_color(c).filled())),
+                )?;
+            }
+        }
+        style::line(
+            &mut a,
+            &points(&self.test_epochs, &self.test_avg),
+            BLACK,
+            Dash::Solid,
+            "",
+        )?;
+        style::line(
+            &mut a,
+            &points(&self.test_epochs, &self.test_worst),
+            BLACK,
+            Dash::Dotted,
+            "",
+        )?;
+        if !self.ema_epochs.is_empty() {
+            style::line(
+                &mut a,
+                &points(&self.ema_epochs, &self.ema_avg),
+                BLACK,
+                Dash::Dashed,
+                "",
+            )?;
+        }
+
+        let mut b = style::chart(
+            &panels[1],
+            "(b) t_k on the training adversarial examples",
+            x,
+            0.0..1.0,
+        )?;
+        style::mesh_with(
+            &mut b,
+            x_desc,
+            train_desc,
+            &style::tick_whole,
+            &style::tick_plain,
+        )?;
+        for (c, series) in self.train_robust.iter().enumerate() {
+            style::line(
+                &mut b,
+                &points(&self.epochs, series),
+                self.class_color(c),
+                Dash::Solid,
+                "",
+            )?;
+        }
+
+        let mut summary = vec![
+            Entry::line(BLACK, Dash::Solid, "average"),
+            Entry::line(BLACK, Dash::Dotted, "worst class"),
+        ];
+        if !self.ema_epochs.is_empty() {
+            summary.push(Entry::line(
+                BLACK,
+                Dash::Dashed,
+                "average, weight-averaged model",
+            ));
+        }
+        if self.named() {
+            let classes: Vec<Entry> = self
+                .class_names
+                .iter()
+                .enumerate()
+                .map(|(c, n)| Entry::line(self.class_color(c), Dash::Solid, format!("{c} {n}")))
+                .collect();
+            let half = classes.len().div_ceil(2);
+            legend::draw_rows(
+                &strip,
+                &[classes[..half].to_vec(), classes[half..].to_vec(), summary],
+            )
+        } else {
+            summary.insert(
+                0,
+                Entry::line(
+                    RGBColor(170, 170, 170),
+                    Dash::Solid,
+                    format!("each of the {} classes", self.class_names.len()),
+                ),
+            );
+            legend::draw_rows(&strip, &[summary])
+        }
+    }
+}

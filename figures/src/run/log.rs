@@ -1,0 +1,178 @@
+//! A trainer run directory read back: `metrics.jsonl` (one line per epoch) and `report.json`,
+//! as `classwise train` writes them (trainer/src/run/mod.rs). Only the fields the figures draw
+//! are read; the rest of each line is ignored.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{FigureError, Result, invalid};
+
+/// Class-wise accuracies of one split at one epoch (`SplitLog` of the trainer).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct SplitRecord {
+    pub clean: Vec<f64>,
+    pub robust: Vec<f64>,
+    pub clean_avg: f64,
+    pub robust_avg: f64,
+    pub robust_worst: f64,
+}
+
+/// One line of `metrics.jsonl`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct EpochRecord {
+    /// 0-based.
+    pub epoch: usize,
+    pub lr: f64,
+    pub train_loss: f64,
+    /// t_k: class-wise robust accuracy on the adversarial examples trained on (CFA §3.3).
+    pub train_robust: Vec<f64>,
+    #[serde(default)]
+    pub val: Option<SplitRecord>,
+    #[serde(default)]
+    pub test: Option<SplitRecord>,
+    /// The weight-averaged model on the test subset, when the run has `[ema]`.
+    #[serde(default)]
+    pub ema_test: Option<SplitRecord>,
+}
+
+/// Per-class accuracies with their average (`ClassAccuracySummary` of `classwise-theory`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ClassSummary {
+    pub per_class: Vec<f64>,
+    /// Accuracy over all samples (`None` when not computed).
+    #[serde(default)]
+    pub overall: Option<f64>,
+    pub class_mean: f64,
+}
+
+impl ClassSummary {
+    /// The overall accuracy, or the class mean when there is none.
+    pub fn average(&self) -> f64 {
+        self.overall.unwrap_or(self.class_mean)
+    }
+}
+
+/// `report.json`: the final class-wise evaluation.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ReportRecord {
+    pub attack: String,
+    pub eps: f64,
+    pub n_samples: usize,
+    pub class_names: Vec<String>,
+    pub clean: ClassSummary,
+    pub robust: ClassSummary,
+}
+
+/// What the figures of a run need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunLog {
+    /// The directory's name.
+    pub name: String,
+    pub epochs: Vec<EpochRecord>,
+    /// `None` while the run is unfinished.
+    pub report: Option<ReportRecord>,
+    /// From the report, else `class 0`, `class 1`, ….
+    pub class_names: Vec<String>,
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| FigureError::Io {
+        action: "reading",
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+impl RunLog {
+    /// Reads `dir/metrics.jsonl` (required, at least one line) and `dir/report.json` (if
+    /// present). Errors name the file, the line and what was expected.
+    pub fn read(dir: &Path) -> Result<RunLog> {
+        let metrics: PathBuf = dir.join("metrics.jsonl");
+        let text = read(&metrics)?;
+        let mut epochs = Vec::new();
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let record: EpochRecord = serde_json::from_str(line).map_err(|e| {
+                invalid(
+                    format!("{} line {}", metrics.display(), i + 1),
+                    e,
+                    "a metrics line written by `classwise train`",
+                )
+            })?;
+            epochs.push(record);
+        }
+        let Some(first) = epochs.first() else {
+            return Err(invalid(
+                metrics.display().to_string(),
+                "no lines",
+                "at least one finished epoch",
+            ));
+        };
+        let k = first.train_robust.len();
+        for (i, e) in epochs.iter().enumerate() {
+            let splits = [&e.val, &e.test, &e.ema_test];
+            let lens = std::iter::once(e.train_robust.len()).chain(
+                splits
+                    .iter()
+                    .filter_map(|s| s.as_ref())
+                    .flat_map(|s| [s.clean.len(), s.robust.len()]),
+            );
+            if let Some(bad) = lens.into_iter().find(|&n| n != k || n == 0) {
+                return Err(invalid(
+                    format!("{} line {}", metrics.display(), i + 1),
+                    format!("{bad} classes"),
+                    format!("{k} classes (as line 1), at least 1"),
+                ));
+            }
+        }
+        let report_path = dir.join("report.json");
+        let report = if report_path.exists() {
+            let r: ReportRecord = serde_json::from_str(&read(&report_path)?).map_err(|e| {
+                invalid(
+                    report_path.display().to_string(),
+                    e,
+                    "a report written by `classwise train`",
+                )
+            })?;
+            let lens = [
+                r.class_names.len(),
+                r.clean.per_class.len(),
+                r.robust.per_class.len(),
+            ];
+            if lens.iter().any(|&n| n != k) {
+                return Err(invalid(
+                    report_path.display().to_string(),
+                    format!("{lens:?} class names / clean / robust entries"),
+                    format!("{k} of each, as metrics.jsonl"),
+                ));
+            }
+            Some(r)
+        } else {
+            None
+        };
+        let class_names = match &report {
+            Some(r) => r.class_names.clone(),
+            None => (0..k).map(|c| format!("class {c}")).collect(),
+        };
+        let name = dir
+            .canonicalize()
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| dir.display().to_string());
+        Ok(RunLog {
+            name,
+            epochs,
+            report,
+            class_names,
+        })
+    }
+
+    /// The number of classes.
+    pub fn num_classes(&self) -> usize {
+        self.class_names.len()
+    }
+}
