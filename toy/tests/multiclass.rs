@@ -642,3 +642,35 @@ fn print_comparison_table() {
         }
     }
 }
+
+/// `preset_with_epochs` at the preset's length is the preset; shorter runs scale every
+/// epoch-relative setting (learning-rate drops at 1/2 and 3/4, FAWA and FRL from 1/4).
+#[test]
+fn shorter_presets_scale_their_epoch_settings() {
+    for method in [
+        Method::Natural,
+        Method::At,
+        Method::Trades,
+        Method::Fat,
+        Method::Cfa(CfaBase::At),
+        Method::Cfa(CfaBase::Trades),
+        Method::Wat,
+        Method::Frl,
+    ] {
+        assert_eq!(
+            RunConfig::preset_with_epochs(method, PRESET_EPOCHS),
+            RunConfig::preset(method),
+            "{method:?}"
+        );
+    }
+    let short = RunConfig::preset_with_epochs(Method::Cfa(CfaBase::Trades), 12);
+    assert_eq!(short.epochs, 12);
+    assert_eq!(short.lr_milestones, [6, 9]);
+    assert_eq!(short.fawa.map(|f| f.start_epoch), Some(3));
+    let frl = RunConfig::preset_with_epochs(Method::Frl, 12);
+    match frl.rule {
+        Rule::Frl(s) => assert_eq!((s.begin, s.halve_every), (3, 12)),
+        other => panic!("{other:?}"),
+    }
+    short.validate().unwrap();
+}

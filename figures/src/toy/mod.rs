@@ -15,7 +15,7 @@ pub mod mc;
 
 use std::path::Path;
 
-use classwise_toy::multiclass::{CfaBase, Method, Rule, RunConfig, RunReport, run};
+use classwise_toy::multiclass::{CfaBase, Method, RunConfig, RunReport, run};
 
 use crate::error::{Result, invalid};
 use crate::render::{Rendered, render};
@@ -51,24 +51,15 @@ pub const METHODS: [(Method, &str); 8] = [
     (Method::Frl, "FRL (TRADES)"),
 ];
 
-/// The run configuration of `method`: [`RunConfig::preset`] with `options.seed`; with
-/// `options.quick`, [`QUICK_EPOCHS`] epochs and the preset's epoch-relative settings (learning
-/// rate drops at 50 % and 75 %, FAWA and FRL from 25 %, FRL's α₁ halving period) rescaled.
+/// The run configuration of `method`: [`RunConfig::preset`] with `options.seed`, trained for
+/// [`QUICK_EPOCHS`] with `options.quick` ([`RunConfig::preset_with_epochs`]).
 pub fn multiclass_config(method: Method, options: &Options) -> RunConfig {
-    let mut config = RunConfig::preset(method);
+    let mut config = if options.quick {
+        RunConfig::preset_with_epochs(method, QUICK_EPOCHS)
+    } else {
+        RunConfig::preset(method)
+    };
     config.seed = options.seed;
-    if options.quick {
-        let e = QUICK_EPOCHS;
-        config.epochs = e;
-        config.lr_milestones = vec![e / 2, 3 * e / 4];
-        if let Some(f) = &mut config.fawa {
-            f.start_epoch = e / 4;
-        }
-        if let Rule::Frl(s) = &mut config.rule {
-            s.begin = e / 4;
-            s.halve_every = e;
-        }
-    }
     config
 }
 

@@ -51,6 +51,6 @@ pub use rule::{
     CfaSettings, ClassRule, EpochObservation, EpochPlan, FrlSettings, Rule, WatSettings,
 };
 pub use run::{
-    CfaBase, EpochRecord, FawaSettings, METHODS, Method, ModelReport, ParseMethodError, RunConfig,
-    RunReport, SelectedReport, run,
+    CfaBase, EpochRecord, FawaSettings, METHODS, Method, ModelReport, PRESET_EPOCHS,
+    ParseMethodError, RunConfig, RunReport, SelectedReport, run,
 };

@@ -165,7 +165,13 @@ impl RunConfig {
     /// the worst class reaches about 0.5 on validation, so 0.45 plays that role); WAT η = 0.1; FRL-RWRM with τ = α₁ = 0.05, α₂ = 0.2, FRL weights
     /// from epoch 10 (the plain TRADES epochs before stand in for FRL's pretrained start).
     pub fn preset(method: Method) -> Self {
-        let epochs = PRESET_EPOCHS;
+        Self::preset_with_epochs(method, PRESET_EPOCHS)
+    }
+
+    /// [`RunConfig::preset`] trained for `epochs` instead of [`PRESET_EPOCHS`], with every
+    /// epoch-relative setting scaled with it: learning-rate drops at 1/2 and 3/4, FAWA and FRL
+    /// from 1/4, FRL's α₁ halving every `epochs`. For short runs (tests, quick figures).
+    pub fn preset_with_epochs(method: Method, epochs: usize) -> Self {
         let epsilon = 0.3;
         let trades = Base::Trades { beta: 6.0 };
         let (base, rule) = match method {
