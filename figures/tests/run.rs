@@ -55,8 +55,14 @@ fn run_figures_draw_exactly_the_logged_numbers() {
         ),
     ];
     write_run(&dir, &lines, true);
+    std::fs::write(
+        dir.join("config.toml"),
+        "name = \"my-run\"\n[data]\ntest_per_class = 1000\n[eval]\ntest_per_class = 50\n",
+    )
+    .unwrap();
     let log = RunLog::read(&dir).unwrap();
     assert_eq!(log.name, "my-run");
+    assert_eq!(log.epoch_test_per_class, Some(50));
     assert_eq!(log.class_names, ["cat", "dog", "ship"]);
 
     let curves = RunCurves::new(&log).unwrap();
@@ -100,6 +106,8 @@ fn run_figures_draw_exactly_the_logged_numbers() {
             assert!(svg.contains(label.as_str()), "{}: {label}", r.id);
         }
     }
+    let svg = std::fs::read_to_string(out.join("run-curves.svg")).unwrap();
+    assert!(svg.contains("test subset of 50 images per class"));
     // The class names are drawn (legend of the curves, under the bars).
     let svg = std::fs::read_to_string(out.join("run-report.svg")).unwrap();
     assert!(
@@ -163,6 +171,19 @@ fn bad_run_files_are_errors_naming_file_and_line() {
     );
     let err = RunLog::read(&dir).unwrap_err().to_string();
     assert!(err.contains("line 2") && err.contains("2 classes"), "{err}");
+    // A configuration that is not TOML, or whose subset is not a count.
+    let dir = tmp.path().join("config");
+    write_run(
+        &dir,
+        &[line(0, [0.1, 0.2, 0.3], Some([0.4, 0.5, 0.0]), None)],
+        false,
+    );
+    std::fs::write(dir.join("config.toml"), "[eval\n").unwrap();
+    let err = RunLog::read(&dir).unwrap_err().to_string();
+    assert!(err.contains("config.toml"), "{err}");
+    std::fs::write(dir.join("config.toml"), "[eval]\ntest_per_class = -3\n").unwrap();
+    let err = RunLog::read(&dir).unwrap_err().to_string();
+    assert!(err.contains("eval.test_per_class"), "{err}");
     // A report with another number of classes.
     let dir = tmp.path().join("report");
     write_run(

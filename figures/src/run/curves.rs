@@ -40,6 +40,8 @@ pub struct RunCurves {
     /// 1-based epochs with an evaluation of the averaged model, and its average robust accuracy.
     pub ema_epochs: Vec<f64>,
     pub ema_avg: Vec<f64>,
+    /// Test images per class of each evaluation (`None`: the whole test set, or unknown).
+    pub test_per_class: Option<usize>,
 }
 
 impl RunCurves {
@@ -57,6 +59,7 @@ impl RunCurves {
             test_worst: Vec::new(),
             ema_epochs: Vec::new(),
             ema_avg: Vec::new(),
+            test_per_class: log.epoch_test_per_class,
         };
         for e in &log.epochs {
             c.epochs.push(epoch(e.epoch));
@@ -187,12 +190,11 @@ impl Figure for RunCurves {
         let x = 0.5..last + 0.5;
         let [x_desc, test_desc, train_desc] = AXES;
 
-        let mut a = style::chart(
-            &panels[0],
-            "(a) test subset, each class and the average",
-            x.clone(),
-            0.0..1.0,
-        )?;
+        let caption = match self.test_per_class {
+            Some(n) => format!("(a) test subset of {n} images per class"),
+            None => "(a) test set, each class and the average".to_owned(),
+        };
+        let mut a = style::chart(&panels[0], &caption, x.clone(), 0.0..1.0)?;
         style::mesh_with(
             &mut a,
             x_desc,

@@ -74,6 +74,10 @@ pub struct RunLog {
     pub report: Option<ReportRecord>,
     /// From the report, else `class 0`, `class 1`, ….
     pub class_names: Vec<String>,
+    /// Test images per class of the per-epoch evaluations, from `config.toml` (the smaller of
+    /// `data.test_per_class` and `eval.test_per_class`); `None` for the whole test set or
+    /// when the run has no config.
+    pub epoch_test_per_class: Option<usize>,
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -168,6 +172,7 @@ impl RunLog {
             epochs,
             report,
             class_names,
+            epoch_test_per_class: epoch_test_per_class(&dir.join("config.toml"))?,
         })
     }
 
@@ -175,4 +180,39 @@ impl RunLog {
     pub fn num_classes(&self) -> usize {
         self.class_names.len()
     }
+}
+
+/// The per-epoch test subset per class of the run configuration at `path` (see
+/// [`RunLog::epoch_test_per_class`]).
+fn epoch_test_per_class(path: &Path) -> Result<Option<usize>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let config: toml::Table = read(path)?.parse().map_err(|e: toml::de::Error| {
+        invalid(
+            path.display().to_string(),
+            e.message().to_owned(),
+            "a run configuration written by `classwise train`",
+        )
+    })?;
+    let count = |section: &str| -> Result<Option<usize>> {
+        match config.get(section).and_then(|s| s.get("test_per_class")) {
+            None => Ok(None),
+            Some(v) => v
+                .as_integer()
+                .and_then(|n| usize::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| {
+                    invalid(
+                        format!("{}: {section}.test_per_class", path.display()),
+                        v,
+                        "a count of images",
+                    )
+                }),
+        }
+    };
+    Ok(match (count("data")?, count("eval")?) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
 }
