@@ -199,3 +199,34 @@ fn bad_run_files_are_errors_naming_file_and_line() {
         "{err}"
     );
 }
+
+/// More than ten classes: one grey band instead of a legend entry per class, and the class
+/// names under the bars only up to twenty classes.
+#[test]
+fn many_classes_are_drawn_as_a_band() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("wide");
+    let k = 12;
+    let values: Vec<f64> = (0..k).map(|c| c as f64 / k as f64).collect();
+    let split = format!(
+        r#"{{"clean":{values:?},"robust":{values:?},"clean_avg":0.5,"robust_avg":0.4,"robust_worst":0.0}}"#
+    );
+    let line = format!(
+        r#"{{"epoch":0,"lr":0.1,"train_loss":1.0,"train_robust":{values:?},"test":{split}}}"#
+    );
+    write_run(&dir, &[line], false);
+    let out = tmp.path().join("figs");
+    let rendered = render_all(&dir, &out).unwrap();
+    assert_eq!(rendered.len(), 1);
+    let svg = std::fs::read_to_string(out.join("run-curves.svg")).unwrap();
+    assert!(svg.contains("each of the 12 classes"));
+    assert!(!svg.contains("11 class 11"), "no per-class legend entries");
+    let (header, rows) = csv(&RunCurves::new(&RunLog::read(&dir).unwrap())
+        .unwrap()
+        .tables()[0]);
+    assert!(
+        header.ends_with("robust_11,robust_avg,robust_worst"),
+        "{header}"
+    );
+    assert_eq!(num(&rows[0][12]), 11.0 / 12.0);
+}

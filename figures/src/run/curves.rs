@@ -93,6 +93,23 @@ impl RunCurves {
         self.class_names.len() <= MAX_NAMED
     }
 
+    /// The line of class `c`: in its colour, or thin and translucent in the grey band of many
+    /// classes.
+    fn class_line<'a, DB: DrawingBackend + 'a>(
+        &self,
+        chart: &mut style::Chart<'a, DB>,
+        pts: &[(f64, f64)],
+        c: usize,
+    ) -> DrawResult<(), DB> {
+        if self.named() {
+            style::line(chart, pts, self.class_color(c), Dash::Solid, "")
+        } else {
+            let thin = self.class_color(c).mix(0.45).stroke_width(1);
+            chart.draw_series(LineSeries::new(pts.to_vec(), thin))?;
+            Ok(())
+        }
+    }
+
     fn class_color(&self, k: usize) -> RGBColor {
         if self.named() {
             style::CATEGORY10[k % style::CATEGORY10.len()]
@@ -204,7 +221,7 @@ impl Figure for RunCurves {
         )?;
         for (c, series) in self.test_robust.iter().enumerate() {
             let pts = points(&self.test_epochs, series);
-            style::line(&mut a, &pts, self.class_color(c), Dash::Solid, "")?;
+            self.class_line(&mut a, &pts, c)?;
             if self.named() {
                 a.draw_series(
                     pts.iter()
@@ -250,13 +267,7 @@ impl Figure for RunCurves {
             &style::tick_plain,
         )?;
         for (c, series) in self.train_robust.iter().enumerate() {
-            style::line(
-                &mut b,
-                &points(&self.epochs, series),
-                self.class_color(c),
-                Dash::Solid,
-                "",
-            )?;
+            self.class_line(&mut b, &points(&self.epochs, series), c)?;
         }
 
         let mut summary = vec![
