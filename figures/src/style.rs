@@ -5,6 +5,7 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
@@ -184,20 +185,39 @@ where
 
 /// [`mesh`] with the tick labels written by `x_fmt` and `y_fmt` (e.g. [`tick_log`] on a log axis,
 /// [`tick_whole`] for epochs).
-pub fn mesh_with<DB, X, Y>(
-    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+pub fn mesh_with<'b, DB, X, Y>(
+    chart: &'b mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
     x_desc: &str,
     y_desc: &str,
-    x_fmt: &dyn Fn(&f64) -> String,
-    y_fmt: &dyn Fn(&f64) -> String,
+    x_fmt: &'b dyn Fn(&f64) -> String,
+    y_fmt: &'b dyn Fn(&f64) -> String,
 ) -> DrawResult<(), DB>
 where
     DB: DrawingBackend,
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
-    chart
-        .configure_mesh()
+    mesh_style(chart, x_desc, y_desc)
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(y_fmt)
+        .draw()
+}
+
+/// The mesh of `chart` in the common style (axis descriptions, fonts, grid, 8 ticks per axis),
+/// for callers that change more (e.g. bar charts: `.disable_x_mesh().x_labels(0)`) before
+/// `.draw()`.
+pub fn mesh_style<'a, 'b, DB, X, Y, XT, YT>(
+    chart: &'b mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    x_desc: &str,
+    y_desc: &str,
+) -> MeshStyle<'a, 'b, X, Y, DB>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = XT> + ValueFormatter<XT>,
+    Y: Ranged<ValueType = YT> + ValueFormatter<YT>,
+{
+    let mut style = chart.configure_mesh();
+    style
         .x_desc(x_desc)
         .y_desc(y_desc)
         .axis_desc_style(label_font())
@@ -205,10 +225,8 @@ where
         .light_line_style(RGBColor(0, 0, 0).mix(0.05))
         .bold_line_style(RGBColor(0, 0, 0).mix(0.15))
         .x_labels(8)
-        .y_labels(8)
-        .x_label_formatter(x_fmt)
-        .y_label_formatter(y_fmt)
-        .draw()
+        .y_labels(8);
+    style
 }
 
 /// A tick label of a linear axis: at most 4 decimals, trailing zeros dropped, no "-0", a true

@@ -7,8 +7,8 @@
 use approx::assert_relative_eq;
 use classwise_figures::Figure;
 use classwise_figures::toy::{
-    CcmFigure, Fig1a, McVsClosed, MulticlassBars, MulticlassBudgets, MulticlassRuns, Options,
-    QUICK_EPOCHS, ccm, mc, multiclass_config,
+    CcmFigure, Fig1a, METHODS, McVsClosed, MulticlassBars, MulticlassBudgets, MulticlassRuns,
+    Options, QUICK_EPOCHS, ccm, mc, multiclass_config,
 };
 use classwise_theory::calibration::{
     WatNormalization, cfa_class_beta, cfa_class_epsilon, wat_sample_weight,
@@ -263,17 +263,7 @@ fn ccm_figure_plots_ccm_run() {
 
 #[test]
 fn multiclass_configs_are_the_presets() {
-    let methods = [
-        Method::Natural,
-        Method::At,
-        Method::Trades,
-        Method::Fat,
-        Method::Cfa(CfaBase::At),
-        Method::Cfa(CfaBase::Trades),
-        Method::Wat,
-        Method::Frl,
-    ];
-    for m in methods {
+    for m in METHODS.map(|(m, _)| m) {
         assert_eq!(
             multiclass_config(m, &Options::default()),
             RunConfig::preset(m),

@@ -647,16 +647,7 @@ fn print_comparison_table() {
 /// epoch-relative setting (learning-rate drops at 1/2 and 3/4, FAWA and FRL from 1/4).
 #[test]
 fn shorter_presets_scale_their_epoch_settings() {
-    for method in [
-        Method::Natural,
-        Method::At,
-        Method::Trades,
-        Method::Fat,
-        Method::Cfa(CfaBase::At),
-        Method::Cfa(CfaBase::Trades),
-        Method::Wat,
-        Method::Frl,
-    ] {
+    for method in METHODS.iter().map(|m| m.parse::<Method>().unwrap()) {
         assert_eq!(
             RunConfig::preset_with_epochs(method, PRESET_EPOCHS),
             RunConfig::preset(method),

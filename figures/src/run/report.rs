@@ -120,19 +120,12 @@ impl Figure for RunReportBars {
             .caption(caption, style::caption_font())
             .build_cartesian_2d(-0.5..k as f64 - 0.5, 0.0..1.0)?;
         let [x_desc, y_desc] = AXES;
-        chart
-            .configure_mesh()
+        style::mesh_style(&mut chart, x_desc, y_desc)
             .disable_x_mesh()
             .x_labels(if k <= MAX_LABELLED { 0 } else { 10 })
             .x_label_formatter(&style::tick_whole)
             .y_labels(11)
             .y_label_formatter(&style::tick_plain)
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .axis_desc_style(style::label_font())
-            .label_style(style::tick_font())
-            .light_line_style(RGBColor(0, 0, 0).mix(0.05))
-            .bold_line_style(RGBColor(0, 0, 0).mix(0.15))
             .draw()?;
         let width = 0.38;
         for c in 0..k {

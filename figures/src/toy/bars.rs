@@ -179,17 +179,10 @@ impl Figure for MulticlassBars {
             )
             .build_cartesian_2d(-0.5..groups as f64 - 0.5, y0..y1)?;
         let [x_desc, y_desc] = AXES;
-        chart
-            .configure_mesh()
+        style::mesh_style(&mut chart, x_desc, y_desc)
             .disable_x_mesh()
             .x_labels(0)
-            .y_labels(8)
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .axis_desc_style(style::label_font())
-            .label_style(style::tick_font())
-            .light_line_style(RGBColor(0, 0, 0).mix(0.05))
-            .bold_line_style(RGBColor(0, 0, 0).mix(0.15))
+            .y_label_formatter(&style::tick_plain)
             .draw()?;
         // A light separator between the classes and the summary groups.
         let sep = self.k() as f64 - 0.5;
