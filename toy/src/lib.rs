@@ -8,8 +8,9 @@
 //! * [`multiclass`]: K Gaussian classes of different difficulty, a linear softmax model with
 //!   analytic gradients, natural/PGD-AT/TRADES training with CFA, WAT and FRL class-wise rules.
 //!
-//! Every random number comes from a named ChaCha8 stream ([`rng`]); results are identical for
-//! any number of rayon threads.
+//! Every random number comes from a named ChaCha8 stream ([`rng`]). The binary sampler runs its
+//! chunks in parallel with rayon and gives identical results for any number of threads; a
+//! multi-class run is single-threaded.
 
 pub mod binary;
 pub mod error;

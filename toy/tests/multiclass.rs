@@ -341,19 +341,6 @@ fn runs_are_deterministic_in_the_seed() {
     }
 }
 
-#[test]
-fn runs_do_not_depend_on_the_thread_count() {
-    let json = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .expect("pool");
-        pool.install(|| serde_json::to_string(&run(&small("cfa", 3)).expect("runs")))
-            .expect("json")
-    };
-    assert_eq!(json(1), json(2));
-}
-
 fn invalid_name(r: Result<RunReport, ToyError>) -> &'static str {
     match r {
         Err(ToyError::InvalidParameter { name, .. }) => name,
