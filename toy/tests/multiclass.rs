@@ -321,23 +321,115 @@ fn data_is_class_balanced_and_follows_its_model() {
 // Determinism and errors
 // ---------------------------------------------------------------------------------------------
 
+/// Epochs of the short runs. FAWA and FRL start at epoch 2 ([`RunConfig::preset_with_epochs`]
+/// puts them at a quarter of the run), as does CFA's calibration (a 2-epoch warm-up in every
+/// preset), so each acts in 6 of the 8 epochs.
+const SMALL_EPOCHS: usize = 8;
+
+/// A short run of `method` on the `"small"` data. [`RunConfig::preset_with_epochs`] scales the
+/// learning-rate drops, FAWA's start and FRL's start and α₁ halving with the epoch count, so
+/// every class-wise rule acts within the run ([`assert_the_rule_acts`] checks it).
 fn small(method: &str, seed: u64) -> RunConfig {
-    let mut c = RunConfig::preset_named(method).expect("known method");
+    let method = method.parse().expect("known method");
+    let mut c = RunConfig::preset_with_epochs(method, SMALL_EPOCHS);
     c.data = ToyData::preset("small").expect("preset");
-    c.epochs = 6;
-    c.lr_milestones = vec![4];
     c.seed = seed;
     c
+}
+
+fn all_equal(v: &[f64]) -> bool {
+    v.windows(2).all(|w| w[0] == w[1])
+}
+
+/// Panics unless the class-wise rule of `r` changed the training inside the run, and only from
+/// its start epoch on: CFA calibrates ε_k (and β_k with CCR) from `begin` and its FAWA gate
+/// admits epochs, FRL's plan leaves the uniform one at `begin`, WAT's weights leave it after the
+/// first epoch, and the uniform rule never does.
+fn assert_the_rule_acts(r: &RunReport) {
+    let (label, epochs) = (&r.label, r.config.epochs);
+    let uniform = |p: &EpochPlan| {
+        p.epsilon.iter().all(|&e| e == r.config.epsilon)
+            && all_equal(&p.natural_weight)
+            && all_equal(&p.boundary_weight)
+    };
+    let uniform_before = |begin: usize| {
+        assert!(0 < begin && begin < epochs, "{label}: starts at {begin}");
+        assert!(
+            r.history[..begin].iter().all(|h| uniform(&h.plan)),
+            "{label}: a class-wise plan before epoch {begin}"
+        );
+    };
+    match r.config.rule {
+        Rule::Uniform => assert!(r.history.iter().all(|h| uniform(&h.plan)), "{label}"),
+        Rule::Cfa(s) => {
+            uniform_before(s.begin);
+            for h in &r.history[s.begin..] {
+                assert!(
+                    !all_equal(&h.plan.epsilon),
+                    "{label}: no CCM at {}",
+                    h.epoch
+                );
+                if s.ccr {
+                    let beta = h.plan.beta.as_deref().expect("TRADES base");
+                    assert!(!all_equal(beta), "{label}: no CCR at {}", h.epoch);
+                }
+            }
+            let start = r.config.fawa.expect("CFA presets use FAWA").start_epoch;
+            assert!(
+                r.fawa_accepted > 0,
+                "{label}: the FAWA gate admitted no epoch (start {start} of {epochs})"
+            );
+            let fawa = r.fawa.as_ref().expect("a FAWA model");
+            assert_ne!(
+                fawa.params, r.final_model.params,
+                "{label}: FAWA = last iterate"
+            );
+        }
+        Rule::Frl(s) => {
+            uniform_before(s.begin);
+            assert!(
+                !uniform(&r.history[s.begin].plan),
+                "{label}: FRL's plan is still uniform at its start epoch {}",
+                s.begin
+            );
+        }
+        Rule::Wat(_) => {
+            uniform_before(1);
+            assert!(
+                r.history[1..]
+                    .iter()
+                    .all(|h| !all_equal(&h.plan.natural_weight)),
+                "{label}: uniform Hedge weights"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_rule_acts_within_a_small_run() {
+    for method in METHODS {
+        assert_the_rule_acts(&run(&small(method, 5)).expect("runs"));
+    }
 }
 
 #[test]
 fn runs_are_deterministic_in_the_seed() {
     for method in ["cfa", "wat", "frl", "cfa-fat"] {
-        let json =
-            |seed| serde_json::to_string(&run(&small(method, seed)).expect("runs")).expect("json");
-        let a = json(5);
-        assert_eq!(a, json(5), "{method}: same seed, different report");
-        assert_ne!(a, json(6), "{method}: different seeds, same report");
+        let report = |seed| run(&small(method, seed)).expect("runs");
+        let json = |r: &RunReport| serde_json::to_string(r).expect("json");
+        let a = report(5);
+        // The runs compared reach every part of the rule (FAWA, FRL's multipliers).
+        assert_the_rule_acts(&a);
+        assert_eq!(
+            json(&a),
+            json(&report(5)),
+            "{method}: same seed, different report"
+        );
+        assert_ne!(
+            json(&a),
+            json(&report(6)),
+            "{method}: different seeds, same report"
+        );
     }
 }
 
@@ -352,6 +444,7 @@ fn invalid_name(r: Result<RunReport, ToyError>) -> &'static str {
 #[test]
 fn bad_configurations_are_errors_naming_the_field() {
     let base = small("cfa", 0);
+    run(&base).expect("the unedited configuration runs");
     type Edit = fn(&mut RunConfig);
     let cases: Vec<(&str, Edit)> = vec![
         ("data.n_classes", |c| c.data.n_classes = 1),
