@@ -14,9 +14,9 @@ pub enum TheoryCommand {
     /// Check every theorem on random draws within its hypotheses and on boundary cases, and
     /// re-confirm every erratum of the spec; exit 1 if a check that should hold fails.
     Verify {
-        /// Random parameter draws per check.
-        #[arg(long, default_value_t = 200)]
-        cases: usize,
+        /// Random parameter draws per check (at least 1).
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+        cases: u64,
         /// Seed of the draws (ChaCha8, one stream per check).
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -63,7 +63,9 @@ pub struct EvalArgs {
 
 pub fn run(cmd: TheoryCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        TheoryCommand::Verify { cases, seed, json } => run_verify(cases, seed, json),
+        TheoryCommand::Verify { cases, seed, json } => {
+            run_verify(usize::try_from(cases)?, seed, json)
+        }
         TheoryCommand::Eval(args) => match args.batch.clone() {
             Some(path) => run_batch(&path),
             None => run_eval(&args),

@@ -142,9 +142,10 @@ pub struct MulticlassArgs {
     /// Seed of the data, the initialisation and the shuffles.
     #[arg(long)]
     seed: Option<u64>,
-    /// Number of epochs.
-    #[arg(long)]
-    epochs: Option<usize>,
+    /// Number of epochs. The preset's epoch-relative settings (learning-rate drops, the FAWA and
+    /// FRL start epochs, FRL's schedule) scale with it. Not with --config: edit the file.
+    #[arg(long, conflicts_with = "config", value_parser = clap::value_parser!(u64).range(1..))]
+    epochs: Option<u64>,
     /// Write the full JSON report to this file (atomically).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -515,7 +516,16 @@ fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
             serde_json::from_str::<RunConfig>(&text)
                 .with_context(|| format!("{}: not a toy run configuration", path.display()))?
         }
-        None => RunConfig::preset_named(&a.method).map_err(|e| anyhow::anyhow!("--method: {e}"))?,
+        None => {
+            let method: classwise_toy::multiclass::Method = a
+                .method
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--method: {e}"))?;
+            match a.epochs {
+                Some(n) => RunConfig::preset_with_epochs(method, usize::try_from(n)?),
+                None => RunConfig::preset(method),
+            }
+        }
     };
     if let Some(name) = &a.data {
         config.data = ToyData::preset(name).with_context(|| {
@@ -527,9 +537,6 @@ fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
     }
     if let Some(seed) = a.seed {
         config.seed = seed;
-    }
-    if let Some(epochs) = a.epochs {
-        config.epochs = epochs;
     }
     let report = run(&config)?;
     let json = serde_json::to_string_pretty(&report)?;

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use classwise_trainer::attack::{Pgd, StepSize};
 use classwise_trainer::data::{self, Part};
-use classwise_trainer::eval::markdown;
+use classwise_trainer::eval::{RobustCounting, markdown};
 use classwise_trainer::io::write_json;
 use classwise_trainer::run::{self, RunConfig, RunDir, TrainOptions};
 
@@ -28,18 +28,53 @@ pub struct TrainArgs {
     /// Stop after this many epochs (a later --resume continues).
     #[arg(long)]
     stop_after: Option<usize>,
+    /// Directory holding the data sets (`fashion-mnist/`, `cifar-10-batches-bin/`, ...), the
+    /// only place searched when given [default: the set-up cache's data/, then
+    /// /usr/share/datasets]. A `root` in the config's data source takes precedence.
+    #[arg(long, env = "CLASSWISE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+/// The commit this binary was built from (see `build.rs`).
+fn build_info() -> run::BuildInfo {
+    let known = |v: &'static str| (v != "unknown").then(|| v.to_string());
+    run::BuildInfo {
+        git_sha: known(env!("CLASSWISE_GIT_SHA")),
+        git_dirty: known(env!("CLASSWISE_GIT_DIRTY")).map(|d| d == "true"),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum AttackKind {
     /// PGD on cross-entropy with a uniform start.
     Pgd,
-    /// One step of size ε.
+    /// One step of size ε from the clean input.
     Fgsm,
+    /// FGSM from a uniform random start in the ε-ball, one step of --step (default ε), as Tian
+    /// et al. (App. A.2) evaluate it.
+    FgsmRs,
     /// PGD on the CW∞ margin (κ = 50).
     Cw,
     /// Tian et al.'s Temperature-PGD (--inv-t).
     Temperature,
+}
+
+/// When a sample counts as robust.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Counting {
+    /// Correct on the clean input and on its adversarial example (AutoAttack's counting).
+    CleanAndAdversarial,
+    /// Correct on the adversarial example, whatever the clean prediction (the reference codes').
+    AdversarialOnly,
+}
+
+impl From<Counting> for RobustCounting {
+    fn from(c: Counting) -> Self {
+        match c {
+            Counting::CleanAndAdversarial => RobustCounting::CleanAndAdversarial,
+            Counting::AdversarialOnly => RobustCounting::AdversarialOnly,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -54,9 +89,9 @@ pub struct EvalArgs {
     #[arg(long, value_enum)]
     attack: Option<AttackKind>,
     /// Attack steps (PGD, CW, Temperature).
-    #[arg(long, default_value_t = 20)]
-    steps: usize,
-    /// Attack step size [default: ε/4].
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    steps: u64,
+    /// Attack step size [default: ε/4; ε for fgsm-rs].
     #[arg(long)]
     step: Option<f64>,
     /// 1/T of Temperature-PGD.
@@ -65,6 +100,13 @@ pub struct EvalArgs {
     /// Budget, a number or a ratio such as 8/255 [default: the run's].
     #[arg(long)]
     eps: Option<String>,
+    /// When a sample counts as robust [default: the run's, whose default is
+    /// clean-and-adversarial].
+    #[arg(long, value_enum)]
+    robust_counting: Option<Counting>,
+    /// Directory holding the data sets [default: as `train`].
+    #[arg(long, env = "CLASSWISE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -96,6 +138,8 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<ExitCode> {
         force: a.force,
         verbose: true,
         stop_after: a.stop_after,
+        data_dir: a.data_dir.clone(),
+        build: build_info(),
     };
     eprintln!("run {} in {}", config.name, out.display());
     let summary = run::train(&config, &out, opts)?;
@@ -113,41 +157,105 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let dir = RunDir(a.run.clone());
     let text = std::fs::read_to_string(dir.config())
         .with_context(|| format!("reading {}", dir.config().display()))?;
-    let mut config = RunConfig::from_toml(&text)?;
+    let mut config =
+        RunConfig::from_toml(&text).with_context(|| format!("{}", dir.config().display()))?;
     if let Some(e) = &a.eps {
         config.eval.eps = run::Eps::parse(e)?;
     }
+    if let Some(c) = a.robust_counting {
+        config.eval.robust_counting = c.into();
+    }
     let eps = config.eval.eps.value;
+    let steps = usize::try_from(a.steps)?;
     let step = a.step.unwrap_or(eps / 4.0);
     config.eval.attack = match a.attack {
         None => config.eval.attack,
-        Some(AttackKind::Pgd) => Pgd::ce(a.steps, step),
+        Some(AttackKind::Pgd) => Pgd::ce(steps, step),
         Some(AttackKind::Fgsm) => Pgd::fgsm(),
-        Some(AttackKind::Cw) => Pgd::cw(a.steps, step),
-        Some(AttackKind::Temperature) => Pgd::temperature(a.steps, step, a.inv_t),
+        Some(AttackKind::FgsmRs) => match a.step {
+            None => Pgd::fgsm_random_start(1.0),
+            Some(s) => Pgd {
+                step: StepSize::Absolute(s),
+                ..Pgd::fgsm_random_start(1.0)
+            },
+        },
+        Some(AttackKind::Cw) => Pgd::cw(steps, step),
+        Some(AttackKind::Temperature) => Pgd::temperature(steps, step, a.inv_t),
     };
-    if let StepSize::Absolute(s) = config.eval.attack.step {
-        anyhow::ensure!(s.is_finite() && s >= 0.0, "--step must be >= 0, got {s}");
-    }
+    config.eval.attack.validate().map_err(|e| {
+        anyhow::anyhow!("{}", e.in_section("eval")).context("--attack, --steps, --step or --inv-t")
+    })?;
     let device = config.device.device()?;
     let model = dir.load_model(&a.checkpoint, device)?;
-    let test_full = data::load(&config.data.source, Part::Test)?;
+    let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
     let test = run::head_per_class(&test_full, config.data.test_per_class)?;
     let report = classwise_trainer::seed::seeded(run::report_seed(&config), || {
         run::evaluate_on(&model, &test, &config, device)
     })?;
-    let tag = a.checkpoint.replace(['/', '.'], "_");
-    let base = dir
-        .0
-        .join(format!("eval-{tag}-{}", report.attack.replace(' ', "_")));
-    write_json(&base.with_extension("json"), "evaluation", &report)?;
-    classwise_trainer::io::write_atomic(&base.with_extension("md"), markdown(&report).as_bytes())?;
+    let stem = eval_file_stem(&a.checkpoint, &report.attack, &config.eval);
+    let (json, md) = free_paths(&dir.0, &stem);
+    write_json(&json, "evaluation", &report)?;
+    classwise_trainer::io::write_atomic(&md, markdown(&report).as_bytes())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!("{}", markdown(&report));
     }
+    eprintln!("wrote {} and {}", json.display(), md.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text` as one file-name component: ASCII letters, digits, `.`, `-` and `=` are kept, any
+/// other run of characters becomes one `_`.
+fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '=') {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_string()
+}
+
+/// The name of an evaluation's files, from everything that determines it: the checkpoint, the
+/// attack with its settings, ε and the robust counting, e.g.
+/// `eval-last-pgd-20_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial`.
+fn eval_file_stem(
+    checkpoint: &str,
+    attack: &str,
+    eval: &classwise_trainer::run::config::EvalConfig,
+) -> String {
+    let checkpoint = match checkpoint {
+        "best" | "last" | "ema" => checkpoint.to_string(),
+        path => format!("file-{}", slug(path)),
+    };
+    format!(
+        "eval-{checkpoint}-{}-eps_{}-{}",
+        slug(attack),
+        slug(&eval.eps.text),
+        eval.robust_counting.name()
+    )
+}
+
+/// `dir/stem.json` and `dir/stem.md`, or with `-2`, `-3`, ... after the stem when an earlier
+/// evaluation holds those names: an evaluation never replaces another.
+fn free_paths(dir: &std::path::Path, stem: &str) -> (PathBuf, PathBuf) {
+    let pair = |s: &str| (dir.join(format!("{s}.json")), dir.join(format!("{s}.md")));
+    let mut n = 1;
+    loop {
+        let name = if n == 1 {
+            stem.to_string()
+        } else {
+            format!("{stem}-{n}")
+        };
+        let (json, md) = pair(&name);
+        if !json.exists() && !md.exists() {
+            return (json, md);
+        }
+        n += 1;
+    }
 }
 
 pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {

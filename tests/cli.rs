@@ -218,6 +218,17 @@ fn theory_eval_json_has_the_documented_shape() {
     }
 }
 
+/// `theory verify --cases 0` would check nothing and say "all hold": refused.
+#[test]
+fn theory_verify_needs_at_least_one_case() {
+    let out = classwise(&["theory", "verify", "--cases", "0"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("--cases") && !t.contains("all hold"), "{t}");
+}
+
 #[test]
 fn theory_eval_batch_matches_the_mpmath_table_and_reports_bad_lines() {
     let table = std::fs::read_to_string(concat!(

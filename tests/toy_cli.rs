@@ -188,6 +188,33 @@ fn multiclass_reports_history_and_tables() {
     assert_eq!(f(&robust["worst"]["value"]), worst);
     let best = per.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     assert!((f(&robust["mcd"]) - (best - worst)).abs() < 1e-12);
+    // --epochs scales the preset's epoch-relative settings: CFA's 8-epoch run drops the
+    // learning rate at epochs 4 and 6 and starts FAWA at epoch 2, as
+    // `RunConfig::preset_with_epochs` does (a bare epoch count would keep the 40-epoch preset's
+    // drops at 20 and 30, and FAWA would never start).
+    let short = json(&[
+        "toy",
+        "multiclass",
+        "--method",
+        "cfa-at",
+        "--epochs",
+        "8",
+        "--json",
+    ]);
+    assert_eq!(short["config"]["epochs"], 8);
+    assert_eq!(short["config"]["lr_milestones"], serde_json::json!([4, 6]));
+    assert_eq!(short["config"]["fawa"]["start_epoch"], 2);
+    assert!(
+        short["fawa_accepted"].as_u64().unwrap() > 0,
+        "{}",
+        short["fawa_accepted"]
+    );
+    // With a configuration file the epochs are the file's: --epochs is refused.
+    let out = classwise(&["toy", "multiclass", "--config", p, "--epochs", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--epochs"), "{}", text(&out));
     // The text form names the method and prints the final table.
     succeeds_printing(
         &["toy", "multiclass", "--method", "wat", "--epochs", "2"],

@@ -31,12 +31,34 @@ fn every_preset_is_a_valid_configuration() {
     assert!(n >= 10, "{n} presets");
 }
 
-/// fmnist-smoke stopped after one epoch and resumed ends bit-identical to an uninterrupted run,
-/// and `classwise eval` reproduces the run's own report from its last checkpoint.
+/// The fmnist-smoke preset, shortened for the tests (2 epochs on 50 images per class, 20 test
+/// images per class; everything else as the preset, the ε warm-up included), written to `dir`.
+fn short_smoke(dir: &Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(root().join("configs/fmnist-smoke.toml")).unwrap();
+    let short = text
+        .replacen("epochs = 4", "epochs = 2", 1)
+        .replacen("pieces = [[3, 0.005]]", "pieces = [[1, 0.005]]", 1)
+        .replacen("train_per_class = 300", "train_per_class = 50", 1)
+        .replacen("test_per_class = 50", "test_per_class = 20", 1);
+    for changed in ["epochs = 2", "[[1, 0.005]]", "= 50\n", "= 20\n"] {
+        assert!(
+            short.contains(changed),
+            "the preset changed: update short_smoke"
+        );
+    }
+    let path = dir.join("fmnist-smoke-short.toml");
+    std::fs::write(&path, short).unwrap();
+    path
+}
+
+/// A shortened fmnist-smoke stopped after one epoch and resumed ends bit-identical to an
+/// uninterrupted run, `classwise eval` reproduces the run's own report from its last checkpoint,
+/// names its files after every setting and never replaces an earlier evaluation, and
+/// `env.json` names the commit the binary was built from even when it runs elsewhere.
 #[test]
 fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
     let tmp = tempfile::tempdir().unwrap();
-    let config = root().join("configs/fmnist-smoke.toml");
+    let config = short_smoke(tmp.path());
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let run = |args: &[&str]| {
         let out = classwise(args).output().unwrap();
@@ -44,8 +66,25 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
         text(&out)
     };
     let c = config.to_str().unwrap();
-    let t = run(&["train", "--config", c, "--out", a.to_str().unwrap()]);
+    // Run from a directory outside any git checkout: env.json still names the build's commit.
+    let out = classwise(&["train", "--config", c, "--out", a.to_str().unwrap()])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
     assert!(t.contains("| **worst** |"), "{t}");
+    assert!(t.contains("eps x0."), "the warm-up epoch is announced: {t}");
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("env.json")).unwrap()).unwrap();
+    let build_sha = env!("CLASSWISE_GIT_SHA");
+    let logged = &env["sessions"][0]["git_sha"];
+    if build_sha == "unknown" {
+        assert!(logged.is_null(), "{env}");
+    } else {
+        assert_eq!(logged.as_str(), Some(build_sha), "{env}");
+        assert_eq!(build_sha.len(), 40);
+    }
     let t = run(&[
         "train",
         "--config",
@@ -75,8 +114,9 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
         serde_json::from_slice(&std::fs::read(d.join("report.json")).unwrap()).unwrap()
     };
     assert_eq!(report(&a), report(&b));
-    // 50 test images per class, 10 classes.
-    assert_eq!(report(&a)["n_samples"], 500);
+    // 20 test images per class, 10 classes.
+    assert_eq!(report(&a)["n_samples"], 200);
+    assert_eq!(report(&a)["robust_counting"], "clean-and-adversarial");
     // `eval --json` of the last checkpoint with the run's attack gives the run's report.
     let out = classwise(&["eval", "--run", a.to_str().unwrap(), "--json"])
         .output()
@@ -98,11 +138,75 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
     .output()
     .unwrap();
     let f: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        f["attack"].as_str().unwrap().starts_with("pgd-1 "),
-        "{}",
-        f["attack"]
+    assert_eq!(f["attack"], "fgsm ce step 1*eps no start");
+    assert_ne!(f["robust"], report(&a)["robust"]);
+    let eval_files = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("eval-"))
+            .collect();
+        v.sort();
+        v
+    };
+    // Step sizes, ε, the counting and the attack all make distinct file names; a repeated
+    // evaluation gets a new one; no name makes a subdirectory.
+    for args in [
+        &["--attack", "pgd", "--steps", "2", "--step", "0.01"][..],
+        &["--attack", "pgd", "--steps", "2", "--step", "0.025"],
+        &["--attack", "pgd", "--steps", "2", "--step", "0.025"],
+        &[
+            "--attack", "pgd", "--steps", "2", "--step", "0.025", "--eps", "1/20",
+        ],
+        &["--attack", "temperature", "--steps", "2"],
+        &[
+            "--attack",
+            "fgsm-rs",
+            "--robust-counting",
+            "adversarial-only",
+        ],
+    ] {
+        let mut all = vec!["eval", "--run", a.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = classwise(&all).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+    }
+    let names = eval_files(&a);
+    assert_eq!(
+        names,
+        [
+            "eval-last-fgsm_ce_step_1_eps_uniform_start-eps_0.1-adversarial-only.json",
+            "eval-last-fgsm_ce_step_1_eps_uniform_start-eps_0.1-adversarial-only.md",
+            "eval-last-pgd-2_ce_1_T=5_step_0.025_uniform_start-eps_0.1-clean-and-adversarial.json",
+            "eval-last-pgd-2_ce_1_T=5_step_0.025_uniform_start-eps_0.1-clean-and-adversarial.md",
+            "eval-last-pgd-2_ce_step_0.01_uniform_start-eps_0.1-clean-and-adversarial.json",
+            "eval-last-pgd-2_ce_step_0.01_uniform_start-eps_0.1-clean-and-adversarial.md",
+            "eval-last-pgd-2_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial-2.json",
+            "eval-last-pgd-2_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial-2.md",
+            "eval-last-pgd-2_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial.json",
+            "eval-last-pgd-2_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial.md",
+            "eval-last-pgd-2_ce_step_0.025_uniform_start-eps_1_20-clean-and-adversarial.json",
+            "eval-last-pgd-2_ce_step_0.025_uniform_start-eps_1_20-clean-and-adversarial.md",
+        ]
     );
+    let fgsm_rs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join(&names[0])).unwrap()).unwrap();
+    assert_eq!(fgsm_rs["attack"], "fgsm ce step 1*eps uniform start");
+    assert_eq!(fgsm_rs["robust_counting"], "adversarial-only");
+    // Bad evaluation arguments are refused before anything is written.
+    for (args, needle) in [
+        (&["--steps", "0"][..], "--steps"),
+        (&["--checkpoint", "lats"], "--checkpoint"),
+        (&["--attack", "pgd", "--step=-1"], "attack.step"),
+    ] {
+        let mut all = vec!["eval", "--run", a.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = classwise(&all).output().unwrap();
+        let t = text(&out);
+        assert!(!out.status.success() && t.contains(needle), "{args:?}: {t}");
+        assert!(!t.contains("panicked"), "{t}");
+    }
+    assert_eq!(eval_files(&a), names);
     // `figures run` draws the real run's logs into <run>/figures, with the report's numbers.
     let out = classwise(&["figures", "run", "--run", a.to_str().unwrap()])
         .output()
@@ -133,6 +237,133 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).contains("--resume"), "{}", text(&out));
+}
+
+/// A tiny CIFAR-10 in the official binary format (`cifar-10-batches-bin/`: five training files
+/// and a test file of records `label, 1024 red, 1024 green, 1024 blue`): `per_file` records per
+/// file, labels cycling through the ten classes, the image of class k a flat grey of 20·k.
+fn write_tiny_cifar10(root: &Path, per_file: usize) {
+    let dir = root.join("cifar-10-batches-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = (1..=5)
+        .map(|i| format!("data_batch_{i}.bin"))
+        .chain(["test_batch.bin".to_string()]);
+    for (f, name) in files.enumerate() {
+        let mut bytes = Vec::new();
+        for i in 0..per_file {
+            let label = ((i + f) % 10) as u8;
+            bytes.push(label);
+            bytes.extend(std::iter::repeat_n(20 * label, 3 * 1024));
+        }
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+const CIFAR_CONFIG: &str = r#"
+name = "tiny-cifar"
+seed = 0
+epochs = 1
+device = "cpu"
+batch_size = 25
+
+[data]
+source = { kind = "files", id = "cifar10", options = { counts = "any" } }
+test_per_class = 2
+
+[model]
+num_classes = 10
+input_shape = [3, 32, 32]
+architecture = { kind = "small_cnn_cifar" }
+
+[optimizer]
+momentum = 0.9
+weight_decay = 5e-4
+
+[schedule]
+base = 0.01
+
+[train]
+eps = "8/255"
+method = { method = "pgd-at", attack = { steps = 1, step = { kind = "absolute", value = 0.01 }, start = { kind = "uniform" }, loss = { kind = "cross-entropy" } } }
+
+[eval]
+eps = "8/255"
+attack = { steps = 1, step = { kind = "absolute", value = 0.01 }, start = { kind = "uniform" }, loss = { kind = "cross-entropy" } }
+"#;
+
+/// `train` and `eval` search `CLASSWISE_DATA_DIR`, or `--data-dir`, as `doctor` does: a user's
+/// CIFAR-10 in its real binary format in their own folder trains and evaluates, and is not
+/// found when neither names it.
+#[test]
+fn train_and_eval_honour_the_data_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("my data");
+    write_tiny_cifar10(&data, 20);
+    let config = tmp.path().join("tiny-cifar.toml");
+    std::fs::write(&config, CIFAR_CONFIG).unwrap();
+    let c = config.to_str().unwrap();
+    // An empty set-up cache, so that only the given directory can hold CIFAR-10.
+    let cache = tmp.path().join("cache");
+    let with_cache = |args: &[&str]| {
+        let mut cmd = classwise(args);
+        cmd.env("CLASSWISE_CACHE_DIR", &cache);
+        cmd
+    };
+    let out = with_cache(&["doctor", "--json"])
+        .env("CLASSWISE_DATA_DIR", &data)
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("cifar-10-batches-bin"), "{}", text(&out));
+
+    let by_env = tmp.path().join("by-env");
+    let out = with_cache(&["train", "--config", c, "--out", by_env.to_str().unwrap()])
+        .env("CLASSWISE_DATA_DIR", &data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(by_env.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["n_samples"], 20);
+    assert_eq!(report["class_names"][3], "cat");
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(by_env.join("env.json")).unwrap()).unwrap();
+    assert_eq!(env["sessions"][0]["data_dir"], data.to_str().unwrap());
+
+    let by_flag = tmp.path().join("by-flag");
+    let out = with_cache(&[
+        "train",
+        "--config",
+        c,
+        "--out",
+        by_flag.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let out = with_cache(&["eval", "--run", by_flag.to_str().unwrap(), "--json"])
+        .env("CLASSWISE_DATA_DIR", &data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["n_samples"], 20);
+
+    // Neither: not found, and the error says where it looked.
+    let out = with_cache(&[
+        "train",
+        "--config",
+        c,
+        "--out",
+        tmp.path().join("none").to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("CIFAR-10") && t.contains("cache"), "{t}");
 }
 
 #[test]

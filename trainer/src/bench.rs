@@ -10,7 +10,7 @@ use tch::{Device, Kind, Tensor};
 use crate::attack::Pgd;
 use crate::error::Result;
 use crate::model::{Architecture, Model, ModelSpec};
-use crate::train::{ClassPlan, Method, Sgd, SgdConfig, TradesScaling, train_epoch};
+use crate::train::{ClassPlan, Method, Sgd, SgdConfig, StepSettings, TradesScaling, train_epoch};
 
 /// One measurement.
 #[derive(Debug, Clone, Serialize)]
@@ -25,7 +25,7 @@ pub struct BenchRow {
 /// The models of the benchmark: TRADES SmallCNN on 1×28×28 and CFA's PreActResNet-18 on 3×32×32.
 pub fn models() -> Vec<ModelSpec> {
     vec![
-        ModelSpec::new(Architecture::SmallCnn, 10, [1, 28, 28]),
+        ModelSpec::new(Architecture::small_cnn(), 10, [1, 28, 28]),
         ModelSpec::new(
             Architecture::PreActResNet18 {
                 final_bn_relu: true,
@@ -83,7 +83,15 @@ pub fn run(
             )?;
             let mut step = |n: usize| {
                 let batches = (0..n).map(|_| Ok((x.shallow_clone(), y.shallow_clone())));
-                train_epoch(&model, &mut sgd, method, &plan, batches, 0.01, device)
+                train_epoch(
+                    &model,
+                    &mut sgd,
+                    method,
+                    &plan,
+                    batches,
+                    StepSettings::constant(0.01),
+                    device,
+                )
             };
             step(1)?;
             let t0 = Instant::now();

@@ -156,14 +156,20 @@ pub fn report(data_roots: &[PathBuf]) -> Report {
             located: data::locate(id, data_roots),
         })
         .collect();
-    for d in datasets.iter().filter(|d| d.required) {
+    for d in &datasets {
         match &d.located {
             Located::Found { .. } => {}
             Located::Invalid { path, reason } => problems.push(format!(
-                "{} in {} is damaged: {reason}. Delete it and run `cargo xtask setup`",
+                "{} in {} is damaged: {reason}. {}",
                 d.name,
-                path.display()
+                path.display(),
+                if d.required {
+                    "Delete it and run `cargo xtask setup`"
+                } else {
+                    "Replace the damaged files with those of the official release"
+                }
             )),
+            Located::Missing { .. } if !d.required => {}
             Located::Missing { searched } => problems.push(format!(
                 "{} not found (searched {}): run `cargo xtask setup`, or pass --data-dir \
                  (or set CLASSWISE_DATA_DIR) to a directory holding `{}/` with {}",

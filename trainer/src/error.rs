@@ -49,6 +49,25 @@ pub enum TrainerError {
     },
 }
 
+impl TrainerError {
+    /// The error with `section.` before the field name of a [`TrainerError::Invalid`] (e.g.
+    /// `attack.steps` becomes `train.method.attack.steps`); other errors are unchanged.
+    pub fn in_section(self, section: &str) -> Self {
+        match self {
+            TrainerError::Invalid {
+                field,
+                value,
+                expected,
+            } => TrainerError::Invalid {
+                field: format!("{section}.{field}"),
+                value,
+                expected,
+            },
+            other => other,
+        }
+    }
+}
+
 /// An [`TrainerError::Invalid`] for `field`.
 pub fn invalid(
     field: impl Into<String>,

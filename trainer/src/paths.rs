@@ -16,11 +16,16 @@ pub fn cache_dir() -> Option<PathBuf> {
         .or_else(|| var("HOME").map(|p| p.join(".cache/classwise")))
 }
 
-/// Data roots in the order they are searched. An explicit `--data-dir` (or
-/// `CLASSWISE_DATA_DIR`, which the CLI maps onto it) is the only root when given; otherwise the
-/// cache's `data/` and Debian's `/usr/share/datasets`.
+/// Data roots in the order they are searched. An explicit `--data-dir`, else a non-empty
+/// `CLASSWISE_DATA_DIR`, is the only root when given; otherwise the cache's `data/` and
+/// Debian's `/usr/share/datasets`.
 pub fn data_roots(explicit: Option<PathBuf>) -> Vec<PathBuf> {
-    match explicit {
+    let from_env = || {
+        std::env::var_os("CLASSWISE_DATA_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    match explicit.or_else(from_env) {
         Some(dir) => vec![dir],
         None => cache_dir()
             .map(|c| c.join("data"))

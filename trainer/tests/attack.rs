@@ -60,6 +60,7 @@ fn max_abs(t: &Tensor) -> f64 {
 fn all_attacks() -> Vec<Box<dyn Attack>> {
     vec![
         Box::new(Pgd::fgsm()),
+        Box::new(Pgd::fgsm_random_start(1.25)),
         Box::new(Pgd::ce(5, 0.05)),
         Box::new(Pgd::trades(5, 0.05)),
         Box::new(Pgd::cw(5, 0.05)),
@@ -325,4 +326,43 @@ fn bad_input_is_an_error_naming_the_field() {
         Vec::<f32>::try_from(b.tensor()).unwrap(),
         [0.3f32, 0.1, 0.2]
     );
+}
+
+/// FGSM with a random start (Tian et al. App. A.2) starts from a uniform point in the ball, so
+/// it differs from plain FGSM and from itself under another seed; the description names the
+/// start of every PGD-style attack.
+#[test]
+fn fgsm_with_a_random_start_is_offered_and_described() {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let net = seeded(1, || conv_net(&vs.root()));
+    let (x, y, eps) = data(16, 3, 2);
+    let input = AttackInput {
+        x: &x,
+        y: &y,
+        eps: &eps,
+        train: false,
+    };
+    let plain = seeded(3, || Pgd::fgsm().perturb(&net, &input)).unwrap();
+    let rs = Pgd::fgsm_random_start(1.0);
+    let a = seeded(3, || rs.perturb(&net, &input)).unwrap();
+    let b = seeded(4, || rs.perturb(&net, &input)).unwrap();
+    assert!(max_abs(&(&a - &plain)) > 1e-3);
+    assert!(max_abs(&(&a - &b)) > 1e-3);
+    assert_eq!(Pgd::fgsm().describe(), "fgsm ce step 1*eps no start");
+    assert_eq!(rs.describe(), "fgsm ce step 1*eps uniform start");
+    assert_eq!(
+        Pgd::ce(10, 0.025).describe(),
+        "pgd-10 ce step 0.025 uniform start"
+    );
+    assert_eq!(
+        Pgd::trades(10, 0.007).describe(),
+        "pgd-10 trades-kl step 0.007 normal start std 0.001"
+    );
+}
+
+/// An attack of zero steps would report clean accuracy as robust accuracy: refused.
+#[test]
+fn zero_steps_are_refused() {
+    let e = Pgd::ce(0, 0.01).validate().unwrap_err().to_string();
+    assert!(e.contains("attack.steps"), "{e}");
 }

@@ -341,7 +341,7 @@ fn idx_plain_and_gzipped_load_the_same_images() {
             ..LoadOptions::default()
         },
     };
-    check_idx_dataset(&data::load(&source, Part::Train).unwrap(), 30);
+    check_idx_dataset(&data::load(&source, Part::Train, None).unwrap(), 30);
     // Gzip is detected by its magic, not by the name.
     let dir = tmp.path().join("gz");
     for stem in ["t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"] {
@@ -424,15 +424,132 @@ fn idx_errors_name_the_file_and_offset() {
     );
 }
 
+/// Files with Fashion-MNIST's official shapes (60,000 and 10,000 images of 28×28, zeros) under
+/// `root/fashion-mnist`, gzipped.
+fn write_official_shaped_fashion_mnist(root: &Path) -> PathBuf {
+    let dir = root.join("fashion-mnist");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (prefix, n) in [("train", 60_000u32), ("t10k", 10_000)] {
+        write_maybe_gz(
+            &dir.join(format!("{prefix}-images-idx3-ubyte.gz")),
+            &idx_bytes(0x803, &[n, 28, 28], &vec![0; n as usize * 784]),
+            true,
+        );
+        write_maybe_gz(
+            &dir.join(format!("{prefix}-labels-idx1-ubyte.gz")),
+            &idx_bytes(0x801, &[n], &vec![0; n as usize]),
+            true,
+        );
+    }
+    dir
+}
+
+/// `locate` (behind `classwise doctor`) reads every Fashion-MNIST file to its end: a gzip stream
+/// cut short, or a complete stream with less data than its header announces, is reported as
+/// damaged, naming the file, although the headers are intact.
 #[test]
-fn real_fashion_mnist_if_present() {
+fn a_truncated_fashion_mnist_file_is_found_damaged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_official_shaped_fashion_mnist(tmp.path());
+    let roots = vec![tmp.path().to_path_buf()];
+    match data::locate(DatasetId::FashionMnist, &roots) {
+        Located::Found { train, test, .. } => {
+            assert_eq!((train, test), (Some(60_000), Some(10_000)))
+        }
+        other => panic!("complete files: {other:?}"),
+    }
+    let images = dir.join("train-images-idx3-ubyte.gz");
+    let whole = std::fs::read(&images).unwrap();
+    // Cut to its first tenth, as a broken download leaves it.
+    std::fs::write(&images, &whole[..whole.len() / 10]).unwrap();
+    match data::locate(DatasetId::FashionMnist, &roots) {
+        Located::Invalid { reason, .. } => assert!(
+            reason.contains("train-images-idx3-ubyte.gz") && reason.contains("truncated"),
+            "{reason}"
+        ),
+        other => panic!("cut gzip stream: {other:?}"),
+    }
+    // A whole gzip stream whose data stops 784 bytes short of the header's 60,000 images.
+    write_maybe_gz(
+        &images,
+        &idx_bytes(0x803, &[60_000, 28, 28], &vec![0; 59_999 * 784]),
+        true,
+    );
+    match data::locate(DatasetId::FashionMnist, &roots) {
+        Located::Invalid { reason, .. } => assert!(
+            reason.contains("train-images-idx3-ubyte.gz")
+                && reason.contains(&format!("{}", 16 + 59_999 * 784))
+                && reason.contains("truncated"),
+            "{reason}"
+        ),
+        other => panic!("short data: {other:?}"),
+    }
+}
+
+/// `locate` checks CIFAR's file sizes against the official release (sparse files of the right
+/// sizes stand in for the real ones): a missing or truncated batch file is reported as damaged.
+#[test]
+fn cifar_releases_are_checked_by_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let roots = vec![tmp.path().to_path_buf()];
+    let c10 = tmp.path().join("cifar-10-batches-bin");
+    std::fs::create_dir_all(&c10).unwrap();
+    let files = [
+        "data_batch_1.bin",
+        "data_batch_2.bin",
+        "data_batch_3.bin",
+        "data_batch_4.bin",
+        "data_batch_5.bin",
+        "test_batch.bin",
+    ];
+    let size = |path: &Path, len: u64| {
+        std::fs::File::create(path).unwrap().set_len(len).unwrap();
+    };
+    for f in files {
+        size(&c10.join(f), 10_000 * 3_073);
+    }
+    assert!(matches!(
+        data::locate(DatasetId::Cifar10, &roots),
+        Located::Found {
+            train: Some(50_000),
+            test: Some(10_000),
+            ..
+        }
+    ));
+    size(&c10.join("data_batch_3.bin"), 10_000 * 3_073 - 100);
+    match data::locate(DatasetId::Cifar10, &roots) {
+        Located::Invalid { reason, .. } => assert!(
+            reason.contains("data_batch_3.bin") && reason.contains("truncated"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_file(c10.join("data_batch_3.bin")).unwrap();
+    match data::locate(DatasetId::Cifar10, &roots) {
+        Located::Invalid { reason, .. } => assert!(reason.contains("data_batch_3.bin"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    let c100 = tmp.path().join("cifar-100-binary");
+    std::fs::create_dir_all(&c100).unwrap();
+    size(&c100.join("train.bin"), 50_000 * 3_074);
+    size(&c100.join("test.bin"), 10_000 * 3_074 + 1);
+    match data::locate(DatasetId::Cifar100, &roots) {
+        Located::Invalid { reason, .. } => assert!(
+            reason.contains("test.bin") && reason.contains("too long"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The real Fashion-MNIST, which `cargo xtask setup` always provides (this test fails, rather
+/// than skips, when it is missing: run the set-up).
+#[test]
+fn real_fashion_mnist() {
     let roots = classwise_trainer::paths::data_roots(None);
     let dir = match data::locate(DatasetId::FashionMnist, &roots) {
         Located::Found { path, .. } => path,
-        other => {
-            println!("skipping: Fashion-MNIST not found ({other:?})");
-            return;
-        }
+        other => panic!("Fashion-MNIST is not usable ({other:?}); `cargo xtask setup` provides it"),
     };
     let t0 = Instant::now();
     let train = load_fashion_mnist(&dir, Part::Train, Counts::Official).unwrap();
@@ -461,7 +578,7 @@ fn real_fashion_mnist_if_present() {
         root: Some(dir.clone()),
         options: LoadOptions::default(),
     };
-    assert_eq!(data::load(&source, Part::Test).unwrap().len(), 10_000);
+    assert_eq!(data::load(&source, Part::Test, None).unwrap().len(), 10_000);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -800,20 +917,22 @@ fn data_source_finds_the_directory_and_round_trips_as_json() {
     let json = serde_json::to_string(&source).unwrap();
     let back: DataSource = serde_json::from_str(&json).unwrap();
     assert_eq!(back, source);
-    assert_eq!(data::load(&back, Part::Test).unwrap().len(), 5);
-    assert_eq!(data::load(&back, Part::Train).unwrap().len(), 10);
+    assert_eq!(data::load(&back, Part::Test, None).unwrap().len(), 5);
+    assert_eq!(data::load(&back, Part::Train, None).unwrap().len(), 10);
 
     let missing = DataSource::Files {
         id: DatasetId::Cifar100,
         root: Some(tmp.path().to_path_buf()),
         options: LoadOptions::default(),
     };
-    let msg = data::load(&missing, Part::Test).unwrap_err().to_string();
+    let msg = data::load(&missing, Part::Test, None)
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("cifar-100-binary"), "{msg}");
 
     let synthetic: DataSource =
         serde_json::from_str(r#"{"kind": "synthetic", "classes": 3, "seed": 5}"#).unwrap();
-    let d = data::load(&synthetic, Part::Train).unwrap();
+    let d = data::load(&synthetic, Part::Train, None).unwrap();
     assert_eq!(d.num_classes(), 3);
 }
 
@@ -1182,33 +1301,4 @@ fn augmentation_matches_manual_crops_and_replays_from_the_seed() {
     assert!(many.iter().all(|d| d.dy <= 8 && d.dx <= 8));
     let flips = many.iter().filter(|d| d.flip).count() as f64 / 4000.0;
     assert!((0.45..0.55).contains(&flips), "{flips}");
-}
-
-/// Decoding speed of the Tiny-ImageNet loader, uncached and cached (run with `--ignored
-/// --nocapture`; the dev profile does not optimise the `image` crate).
-#[test]
-#[ignore]
-fn tiny_imagenet_decoding_speed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("tiny");
-    write_tiny(&dir);
-    let images = dir.join("train").join(WNIDS[0]).join("images");
-    for j in 0..2000 {
-        let c = [(j % 251) as u8, (j * 7 % 253) as u8, 33];
-        write_jpeg(
-            &images.join(format!("extra_{j}.JPEG")),
-            quadrants([c, [0; 3], [255; 3], c]),
-        );
-    }
-    let cache = ImageCache::In(tmp.path().join("cache"));
-    for what in ["decode + write cache", "read cache"] {
-        let t = Instant::now();
-        let d = load_tiny_imagenet(&dir, Part::Train, Counts::Any, &cache).unwrap();
-        let s = t.elapsed().as_secs_f64();
-        println!(
-            "{what}: {} images in {s:.2} s ({:.0} images/s)",
-            d.len(),
-            d.len() as f64 / s
-        );
-    }
 }

@@ -3,7 +3,8 @@
 
 use classwise_trainer::Result;
 use classwise_trainer::attack::Pgd;
-use classwise_trainer::eval::{evaluate, markdown};
+use classwise_trainer::attack::{Attack, AttackInput};
+use classwise_trainer::eval::{RobustCounting, evaluate, markdown};
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
@@ -52,7 +53,16 @@ fn class_wise_report_matches_hand_computed_values() {
     // Class 0 (x > 0.5): 0.95 is robust at ε = 0.2, 0.62 is not. Class 1: 0.2 and 0.25 are
     // robust (x + 0.2 < 0.5). 0.4 is a clean error of class 0.
     let batches = data(&[0.95, 0.62, 0.4, 0.2, 0.25], &[0, 0, 0, 1, 1]);
-    let e = evaluate(&model, batches, &names(), &Pgd::fgsm(), 0.2, Device::Cpu).unwrap();
+    let e = evaluate(
+        &model,
+        batches,
+        &names(),
+        &Pgd::fgsm(),
+        0.2,
+        RobustCounting::default(),
+        Device::Cpu,
+    )
+    .unwrap();
     assert_eq!(e.n_samples, 5);
     let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12);
     assert!(
@@ -85,7 +95,16 @@ fn a_randomised_model_is_flagged() {
         batch_centred: false,
     };
     let batches = data(&[0.9, 0.1], &[0, 1]);
-    let e = evaluate(&model, batches, &names(), &Pgd::fgsm(), 0.01, Device::Cpu).unwrap();
+    let e = evaluate(
+        &model,
+        batches,
+        &names(),
+        &Pgd::fgsm(),
+        0.01,
+        RobustCounting::default(),
+        Device::Cpu,
+    )
+    .unwrap();
     assert!(
         e.warnings.iter().any(|w| w.contains("randomised")),
         "{:?}",
@@ -100,9 +119,17 @@ fn batch_dependent_predictions_are_an_error() {
         batch_centred: true,
     };
     let batches = data(&[0.9, 0.8, 0.1, 0.2], &[0, 0, 1, 1]);
-    let e = evaluate(&model, batches, &names(), &Pgd::fgsm(), 0.0, Device::Cpu)
-        .unwrap_err()
-        .to_string();
+    let e = evaluate(
+        &model,
+        batches,
+        &names(),
+        &Pgd::fgsm(),
+        0.0,
+        RobustCounting::default(),
+        Device::Cpu,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("`model`") && e.contains("eval mode"), "{e}");
 }
 
@@ -120,12 +147,22 @@ fn bad_input_is_an_error() {
             &one,
             &Pgd::fgsm(),
             0.1,
+            RobustCounting::default(),
             Device::Cpu
         )
         .is_err()
     );
     let empty: Vec<Result<(Tensor, Tensor)>> = Vec::new();
-    let e = evaluate(&model, empty, &names(), &Pgd::fgsm(), 0.1, Device::Cpu).unwrap_err();
+    let e = evaluate(
+        &model,
+        empty,
+        &names(),
+        &Pgd::fgsm(),
+        0.1,
+        RobustCounting::default(),
+        Device::Cpu,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("`data`"), "{e}");
     let e = evaluate(
         &model,
@@ -133,8 +170,63 @@ fn bad_input_is_an_error() {
         &names(),
         &Pgd::fgsm(),
         -1.0,
+        RobustCounting::default(),
         Device::Cpu,
     )
     .unwrap_err();
     assert!(e.to_string().contains("eps"), "{e}");
+}
+
+/// An "attack" that moves every input by a fixed amount: here it moves a clean error of class 1
+/// (x = 0.55, predicted 0) across the threshold, so the adversarial input is classified
+/// correctly although the clean one is not.
+struct Shift(f64);
+
+impl Attack for Shift {
+    fn describe(&self) -> String {
+        format!("shift {}", self.0)
+    }
+    fn perturb(&self, _: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+        Ok(input.x + self.0)
+    }
+}
+
+/// AutoAttack's counting (the default) never counts a clean error as robust, so boundary errors
+/// are never negative; the reference codes' counting does, and the report says which was used.
+#[test]
+fn robust_counting_conventions() {
+    let model = Threshold {
+        noise: 0.0,
+        batch_centred: false,
+    };
+    // Class 0: 0.9 stays correct (0.7 > 0.5). Class 1: 0.55 is a clean error that the shift
+    // fixes (0.35 < 0.5); 0.1 stays correct.
+    let run = |counting| {
+        evaluate(
+            &model,
+            data(&[0.9, 0.55, 0.1], &[0, 1, 1]),
+            &names(),
+            &Shift(-0.2),
+            0.2,
+            counting,
+            Device::Cpu,
+        )
+        .unwrap()
+    };
+    let aa = run(RobustCounting::CleanAndAdversarial);
+    assert_eq!(aa.clean.per_class, [1.0, 0.5]);
+    assert_eq!(aa.robust.per_class, [1.0, 0.5]);
+    assert_eq!(aa.errors.boundary, [0.0, 0.0]);
+    assert!(markdown(&aa).contains("AutoAttack"), "{}", markdown(&aa));
+    let reference = run(RobustCounting::AdversarialOnly);
+    assert_eq!(reference.robust.per_class, [1.0, 1.0]);
+    assert_eq!(reference.errors.boundary, [0.0, -0.5]);
+    assert_eq!(reference.errors.clean_wrong_robust_correct, [0, 1]);
+    assert!(
+        markdown(&reference).contains("reference codes"),
+        "{}",
+        markdown(&reference)
+    );
+    let json = serde_json::to_value(&reference).unwrap();
+    assert_eq!(json["robust_counting"], "adversarial-only");
 }

@@ -77,7 +77,7 @@ fn parameter_counts_equal_spec_section_10() {
         (Architecture::ResNet18, [3, 32, 32], 11_173_962),
         (wrn(34, 10), [3, 32, 32], 46_160_474),
         (wrn(28, 10), [3, 32, 32], 36_479_194),
-        (Architecture::SmallCnn, [1, 28, 28], 312_202),
+        (Architecture::small_cnn(), [1, 28, 28], 312_202),
         (Architecture::SmallCnnCifar, [3, 32, 32], 1_639_282),
     ];
     for (arch, shape, expected) in cases {
@@ -148,7 +148,7 @@ fn output_shapes_for_28_32_and_64_pixel_inputs() {
         preact(false),
         Architecture::ResNet18,
         wrn(10, 1),
-        Architecture::SmallCnn,
+        Architecture::small_cnn(),
         Architecture::SmallCnnCifar,
     ];
     for arch in archs {
@@ -172,7 +172,7 @@ fn output_shapes_for_28_32_and_64_pixel_inputs() {
 
 #[test]
 fn forward_checks_the_input() {
-    let model = Model::new(&spec(Architecture::SmallCnn, 10, [1, 28, 28]), CPU, 0).unwrap();
+    let model = Model::new(&spec(Architecture::small_cnn(), 10, [1, 28, 28]), CPU, 0).unwrap();
     for bad in [
         images(2, [3, 28, 28], 0),
         images(2, [1, 32, 32], 0),
@@ -287,7 +287,7 @@ fn normalization_as_first_layer_equals_normalising_by_hand() {
 
 #[test]
 fn small_cnn_init_follows_trades() {
-    let model = Model::new(&spec(Architecture::SmallCnn, 10, [1, 28, 28]), CPU, 11).unwrap();
+    let model = Model::new(&spec(Architecture::small_cnn(), 10, [1, 28, 28]), CPU, 11).unwrap();
     for name in ["classifier.fc3.weight", "classifier.fc3.bias"] {
         assert!(
             values(&var(&model, name)).iter().all(|&v| v == 0.0),
@@ -360,7 +360,7 @@ fn torch_default_init_for_preact_resnet() {
 #[test]
 fn same_seed_same_weights_different_seed_different_weights() {
     for (arch, shape) in [
-        (Architecture::SmallCnn, [1, 28, 28]),
+        (Architecture::small_cnn(), [1, 28, 28]),
         (Architecture::SmallCnnCifar, [3, 32, 32]),
     ] {
         let s = spec(arch, 10, shape);
@@ -471,7 +471,7 @@ fn loading_into_a_different_model_names_the_parameter() {
     );
 
     // Different architecture: a parameter of the model is missing from the file.
-    let mut other = Model::new(&spec(Architecture::SmallCnn, 10, [1, 28, 28]), CPU, 0).unwrap();
+    let mut other = Model::new(&spec(Architecture::small_cnn(), 10, [1, 28, 28]), CPU, 0).unwrap();
     let e = err_text(other.load_weights(&path));
     assert!(
         e.contains("`classifier.fc1.bias`") && e.contains("missing"),
@@ -510,7 +510,7 @@ fn loading_into_a_different_model_names_the_parameter() {
 fn corrupt_or_foreign_files_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.safetensors");
-    let s = spec(Architecture::SmallCnn, 10, [1, 28, 28]);
+    let s = spec(Architecture::small_cnn(), 10, [1, 28, 28]);
     Model::new(&s, CPU, 0).unwrap().save(&path).unwrap();
     let bytes = std::fs::read(&path).unwrap();
 
@@ -554,13 +554,13 @@ fn input_gradients_flow_through_every_architecture() {
         ),
         (wrn(10, 1), [3, 32, 32], None),
         (Architecture::SmallCnnCifar, [3, 32, 32], None),
-        (Architecture::SmallCnn, [1, 28, 28], Some(norm)),
+        (Architecture::small_cnn(), [1, 28, 28], Some(norm)),
     ];
     for (arch, shape, norm) in cases {
         let mut s = spec(arch.clone(), 10, shape);
         s.normalization = norm;
         let mut model = Model::new(&s, CPU, 8).unwrap();
-        if arch == Architecture::SmallCnn {
+        if matches!(arch, Architecture::SmallCnn { .. }) {
             // TRADES' zero last layer makes ∂loss/∂x exactly zero at initialisation.
             let grad = input_gradient(&model, shape);
             assert!(values(&grad).iter().all(|&v| v == 0.0));
@@ -640,7 +640,7 @@ fn invalid_specs_name_the_field() {
             "`model.architecture.widen`",
         ),
         (
-            spec(Architecture::SmallCnn, 10, [1, 15, 28]),
+            spec(Architecture::small_cnn(), 10, [1, 15, 28]),
             "`model.input_shape`",
         ),
         (
@@ -675,7 +675,7 @@ fn invalid_specs_name_the_field() {
         assert!(err_text(Model::new(&s, CPU, 0)).contains(field));
     }
     // The smallest admissible SmallCNN input builds and runs.
-    let s = spec(Architecture::SmallCnn, 10, [1, 16, 16]);
+    let s = spec(Architecture::small_cnn(), 10, [1, 16, 16]);
     let m = Model::new(&s, CPU, 0).unwrap();
     assert_eq!(
         m.forward_t(&images(2, [1, 16, 16], 0), false).size(),

@@ -99,7 +99,20 @@ fn a_run_writes_its_directory_and_resumes_bit_identically() {
         assert_eq!(v["train_robust"].as_array().unwrap().len(), 3);
         assert!(v["test"]["robust_worst"].is_number(), "{line}");
         assert!(v["ema_test"]["robust_worst"].is_number(), "{line}");
-        assert!(!line.contains("null") || line.contains("\"val\":null"));
+        assert!(v["val"]["robust_worst"].is_number(), "{line}");
+        assert!(v["eps_warmup"].is_null(), "{line}");
+        // Training throughput is measured on the training time alone.
+        let (train_s, eval_s, all_s) = (
+            v["train_seconds"].as_f64().unwrap(),
+            v["eval_seconds"].as_f64().unwrap(),
+            v["seconds"].as_f64().unwrap(),
+        );
+        assert!(
+            train_s > 0.0 && eval_s > 0.0 && train_s + eval_s <= all_s,
+            "{line}"
+        );
+        let ips = v["train_images_per_second"].as_f64().unwrap();
+        assert!((ips * train_s - 60.0).abs() < 1e-6, "{line}");
     }
     // The resolved config parses back to the same run.
     let saved = std::fs::read_to_string(a.join("config.toml")).unwrap();
@@ -129,19 +142,61 @@ fn a_run_writes_its_directory_and_resumes_bit_identically() {
     let rb: serde_json::Value =
         serde_json::from_slice(&std::fs::read(b.join("report.json")).unwrap()).unwrap();
     assert_eq!(ra, rb);
+
+    // env.json keeps the first session and appends the resumed one.
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(b.join("env.json")).unwrap()).unwrap();
+    let sessions = env["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{env}");
+    assert_eq!(sessions[0]["start_epoch"], 0);
+    assert_eq!(sessions[1]["start_epoch"], 1);
+    assert_eq!(sessions[0]["seed"], 3);
+    let env_a: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("env.json")).unwrap()).unwrap();
+    assert_eq!(env_a["sessions"].as_array().unwrap().len(), 1);
 }
 
 #[test]
 fn existing_runs_and_changed_configs_are_guarded() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    let e = train(&config(), &dir, resume()).err().unwrap();
-    assert!(e.to_string().contains("--resume"), "{e}");
+    // A run killed before its first checkpoint (config.toml but no state.json): --resume starts
+    // it from the beginning, unless the configuration changed.
+    train(&config(), &dir, stop_after(0)).unwrap();
+    assert!(dir.join("config.toml").is_file() && !dir.join("state.json").exists());
+    let mut changed = config();
+    changed.train.beta = 1.0;
+    let e = train(&changed, &dir, resume()).err().unwrap();
+    assert!(e.to_string().contains("--force"), "{e}");
+    let started = train(
+        &config(),
+        &dir,
+        TrainOptions {
+            resume: true,
+            stop_after: Some(1),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(started.completed_epochs, 1);
+    assert!(dir.join("state.json").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+    // --resume on a directory that does not exist starts the run too.
+    let started = train(
+        &config(),
+        &dir,
+        TrainOptions {
+            resume: true,
+            stop_after: Some(0),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(started.completed_epochs, 0);
+    std::fs::remove_dir_all(&dir).unwrap();
     train(&config(), &dir, stop_after(1)).unwrap();
     let e = train(&config(), &dir, opts()).err().unwrap();
     assert!(e.to_string().contains("--resume"), "{e}");
-    let mut changed = config();
-    changed.train.beta = 1.0;
     let e = train(&changed, &dir, resume()).err().unwrap();
     assert!(e.to_string().contains("--force"), "{e}");
     let done = train(
@@ -165,19 +220,76 @@ fn bad_configs_name_the_field() {
         ("num_classes = 3", "num_classes = 0", "num_classes"),
         ("momentum = 0.9", "momentum = 1.9", "optimizer.momentum"),
         ("batch_size = 16", "batch_size = 16\nbogus = 1", "bogus"),
+        // The training attack is checked when the config is read, not after the data loaded.
+        (
+            "method = { method = \"pgd-at\", attack = { steps = 2,",
+            "method = { method = \"pgd-at\", attack = { steps = 0,",
+            "train.method.attack.steps",
+        ),
+        (
+            "attack = { steps = 3,",
+            "attack = { steps = 0,",
+            "eval.attack.steps",
+        ),
+        (
+            "crop_padding = 2",
+            "crop_padding = 1000000",
+            "data.augment.crop_padding",
+        ),
+        (
+            "input_shape = [1, 16, 16]",
+            "input_shape = [1, 28, 28]",
+            "model.input_shape",
+        ),
+        // The data's class count must match the model's.
+        ("num_classes = 3", "num_classes = 4", "model.num_classes"),
     ] {
         let text = CONFIG.replacen(from, to, 1);
         assert_ne!(text, CONFIG, "{from}");
         let e = RunConfig::from_toml(&text).err().unwrap().to_string();
         assert!(e.contains(field), "{field}: {e}");
     }
-    // The data's class count must match the model's.
-    let text = CONFIG.replace("num_classes = 3", "num_classes = 4");
+    // A config that fails validation leaves no run directory behind.
+    let mut c = config();
+    c.model.num_classes = 4;
     let tmp = tempfile::tempdir().unwrap();
-    let e = train(&RunConfig::from_toml(&text).unwrap(), tmp.path(), opts())
-        .err()
-        .unwrap();
+    let out = tmp.path().join("never");
+    let e = train(&c, &out, opts()).err().unwrap();
     assert!(e.to_string().contains("model.num_classes"), "{e}");
+    assert!(!out.exists());
+}
+
+/// `train.eps_warmup_epochs`: ε grows batch by batch over the first epochs, and the log says
+/// by how much; a run without it logs no warm-up.
+#[test]
+fn eps_warmup_ramps_per_batch_and_is_logged() {
+    let mut c = config();
+    c.train.eps_warmup_epochs = 2;
+    // 60 training images in batches of 16: 4 batches per epoch, 8 over the warm-up.
+    let scales: Vec<f64> = (0..3)
+        .flat_map(|e| (0..4).map(move |s| (e, s)))
+        .map(|(e, s)| c.train.eps_scale(e, s, 4))
+        .collect();
+    let want: Vec<f64> = (1..=8)
+        .map(|i| f64::from(i) / 8.0)
+        .chain([1.0; 4])
+        .collect();
+    assert_eq!(scales, want);
+    let tmp = tempfile::tempdir().unwrap();
+    train(&c, tmp.path(), stop_after(3)).unwrap();
+    let metrics = std::fs::read_to_string(tmp.path().join("metrics.jsonl")).unwrap();
+    let warmup: Vec<serde_json::Value> = metrics
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["eps_warmup"].clone())
+        .collect();
+    assert_eq!(
+        warmup,
+        [
+            serde_json::json!([0.125, 0.5]),
+            serde_json::json!([0.625, 1.0]),
+            serde_json::Value::Null
+        ]
+    );
 }
 
 /// The averaged model: with decay 0.5 from epoch 0 over 3 epochs it is

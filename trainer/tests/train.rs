@@ -252,7 +252,7 @@ fn batches(n: i64) -> Vec<classwise_trainer::Result<(Tensor, Tensor)>> {
 /// accuracy of separate train-mode forwards of the same batches.
 #[test]
 fn epoch_counts_class_wise_correctness_on_the_fly() {
-    use classwise_trainer::train::train_epoch;
+    use classwise_trainer::train::{StepSettings, train_epoch};
     let (vs, m) = model(11);
     let mut opt = Sgd::new(&vs, CONFIG).unwrap();
     let plan = ClassPlan::uniform(4, 0.0, 0.0);
@@ -262,7 +262,7 @@ fn epoch_counts_class_wise_correctness_on_the_fly() {
         &Method::Natural,
         &plan,
         batches(5),
-        0.0,
+        StepSettings::constant(0.0),
         Device::Cpu,
     )
     .unwrap();
@@ -289,7 +289,7 @@ fn epoch_counts_class_wise_correctness_on_the_fly() {
 /// A non-finite loss stops the epoch before the update: the parameters stay as they were.
 #[test]
 fn a_non_finite_loss_stops_before_the_update() {
-    use classwise_trainer::train::train_epoch;
+    use classwise_trainer::train::{StepSettings, train_epoch};
     let (vs, m) = model(12);
     let before: Vec<Tensor> = vs.trainable_variables().iter().map(Tensor::copy).collect();
     let mut opt = Sgd::new(&vs, CONFIG).unwrap();
@@ -301,7 +301,7 @@ fn a_non_finite_loss_stops_before_the_update() {
         &Method::Natural,
         &ClassPlan::uniform(4, 0.0, 0.0),
         bad,
-        0.1,
+        StepSettings::constant(0.1),
         Device::Cpu,
     )
     .unwrap_err()

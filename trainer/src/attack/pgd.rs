@@ -65,6 +65,18 @@ impl Pgd {
         }
     }
 
+    /// FGSM from a uniform random start in the ε-ball: one step of `step_fraction`·ε_i on CE,
+    /// then projection (Tian et al. App. A.2 evaluate "FGSM with random start"; Wong et al.
+    /// 2020 train with it at step 1.25·ε).
+    pub fn fgsm_random_start(step_fraction: f64) -> Self {
+        Pgd {
+            steps: 1,
+            step: StepSize::FractionOfEps(step_fraction),
+            start: Start::Uniform,
+            loss: AttackLoss::CrossEntropy,
+        }
+    }
+
     /// The TRADES inner maximisation: KL from x + 0.001·N(0, I) (spec §1.4).
     pub fn trades(steps: usize, step: f64) -> Self {
         Pgd {
@@ -95,8 +107,12 @@ impl Pgd {
         }
     }
 
-    /// Checks the settings.
+    /// Checks the settings: at least one step (an attack of 0 steps would report clean
+    /// accuracy as robust accuracy), and the step, start and loss parameters.
     pub fn validate(&self) -> Result<()> {
+        if self.steps == 0 {
+            return Err(invalid("attack.steps", 0, ">= 1"));
+        }
         validate_common(self.step, self.start, self.loss)
     }
 }
@@ -192,12 +208,22 @@ impl<'a> Ascent<'a> {
 }
 
 impl Attack for Pgd {
+    /// E.g. `pgd-10 ce step 0.025 uniform start`, `fgsm ce step 1*eps no start`.
     fn describe(&self) -> String {
         let step = match self.step {
             StepSize::Absolute(a) => format!("step {a}"),
             StepSize::FractionOfEps(f) => format!("step {f}*eps"),
         };
-        format!("pgd-{} {} {step}", self.steps, self.loss.name())
+        let start = match self.start {
+            Start::None => "no start".to_string(),
+            Start::Uniform => "uniform start".to_string(),
+            Start::Normal { std } => format!("normal start std {std}"),
+        };
+        let name = match (self.steps, self.step, self.loss) {
+            (1, StepSize::FractionOfEps(_), AttackLoss::CrossEntropy) => "fgsm".to_string(),
+            (n, ..) => format!("pgd-{n}"),
+        };
+        format!("{name} {} {step} {start}", self.loss.name())
     }
 
     fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {

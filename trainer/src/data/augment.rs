@@ -62,6 +62,27 @@ impl Augment {
         }
     }
 
+    /// Checks the padding against the image side: a crop must keep some of the image, so the
+    /// padding is at most the smaller side (and less than it for reflect padding, which mirrors
+    /// the image itself). Errors name `augment.crop_padding`.
+    pub fn validate(&self, height: usize, width: usize) -> Result<()> {
+        let side = height.min(width);
+        let p = self.crop_padding;
+        match self.pad_mode {
+            PadMode::Zero if p > side => Err(invalid(
+                "augment.crop_padding",
+                p,
+                format!("at most the image side ({height}×{width}); the papers use 4 on 32×32"),
+            )),
+            PadMode::Reflect if p >= side && p > 0 => Err(invalid(
+                "augment.crop_padding",
+                p,
+                format!("less than the image side ({height}×{width}) for reflect padding"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     pub fn is_identity(&self) -> bool {
         self.crop_padding == 0 && !self.flip
     }
@@ -86,6 +107,9 @@ impl Augment {
 
     /// Augments a batch B×C×H×W (any float kind, any device) with choices drawn from `rng`.
     pub fn apply(&self, x: &Tensor, rng: &mut ChaCha8Rng) -> Result<Tensor> {
+        if let &[_, _, h, w] = x.size().as_slice() {
+            self.validate(h.max(0) as usize, w.max(0) as usize)?;
+        }
         let batch = x.size().first().map_or(0, |&b| b.max(0) as usize);
         let draws = self.draw(batch, rng);
         self.apply_draws(x, &draws)
@@ -107,6 +131,7 @@ impl Augment {
         if self.is_identity() {
             return Ok(x.shallow_clone());
         }
+        self.validate(h as usize, w as usize)?;
         let p = self.crop_padding as i64;
         if let Some(d) = draws
             .iter()

@@ -131,6 +131,48 @@ fn read_records(
     Ok(())
 }
 
+/// Checks, from file sizes alone, that `dir` holds the whole official release of CIFAR-10
+/// (`cifar-10-batches-bin`: five train files and one test file of 10,000 records of 3,073
+/// bytes) or CIFAR-100 (`cifar-100-binary`: 50,000 and 10,000 records of 3,074 bytes), and
+/// returns the train and test counts. Labels are checked when the loader reads the files.
+pub fn check_release(id: DatasetId, dir: &Path) -> Result<(usize, usize)> {
+    let (files, record): (Vec<(&str, usize)>, usize) = match id {
+        DatasetId::Cifar10 => (
+            CIFAR10_TRAIN_FILES
+                .iter()
+                .map(|f| (*f, 10_000))
+                .chain([(CIFAR10_TEST_FILE, 10_000)])
+                .collect(),
+            CIFAR10_LAYOUT.record_bytes(),
+        ),
+        DatasetId::Cifar100 => (
+            vec![("train.bin", 50_000), ("test.bin", 10_000)],
+            CIFAR100_LABELS.len() + PIXEL_BYTES,
+        ),
+        other => return Err(invalid("dataset", other.name(), "CIFAR-10 or CIFAR-100")),
+    };
+    for (file, records) in files {
+        let path = dir.join(file);
+        let len = std::fs::metadata(&path).at("reading", &path)?.len();
+        let want = (records * record) as u64;
+        if len != want {
+            return Err(TrainerError::BadData {
+                path,
+                offset: Some(len.min(want)),
+                reason: format!(
+                    "{len} bytes, but the official file holds {records} records of {record} \
+                     bytes ({want} bytes): the file is {}",
+                    if len < want { "truncated" } else { "too long" }
+                ),
+            });
+        }
+    }
+    Ok((
+        id.official_count(Part::Train),
+        id.official_count(Part::Test),
+    ))
+}
+
 /// Reads `files` (in order) from `dir`, each expected to hold `per_file` records.
 fn read_files(
     dir: &Path,

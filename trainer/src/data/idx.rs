@@ -259,9 +259,69 @@ pub fn load_mnist(dir: &Path, part: Part, counts: Counts) -> Result<Dataset> {
     load_idx_dir(dir, part, "MNIST", &MNIST_CLASSES, expected)
 }
 
-/// Checks the four Fashion-MNIST headers in `dir` (shapes 60000×28×28, 60000, 10000×28×28,
-/// 10000) and returns the train and test sizes. Each file may also be stored uncompressed
-/// (without `.gz`).
+/// Checks that the whole of an idx file is there: its (decompressed) length equals the header
+/// plus the data its dimensions announce, and a gzip stream ends cleanly (complete deflate
+/// stream, matching CRC-32 and length trailer). Streams the file without keeping it.
+pub fn check_complete(path: &Path, header: &IdxHeader) -> Result<()> {
+    let (mut r, gz) = open(path)?;
+    let stream = if gz { " decompressed" } else { "" };
+    let header_len = 4 + 4 * header.dims.len() as u64;
+    let want = header
+        .dims
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
+        .and_then(|n| n.checked_add(header_len))
+        .ok_or_else(|| TrainerError::BadIdx {
+            path: path.to_path_buf(),
+            reason: format!("dimensions {:?} overflow", header.dims),
+        })?;
+    let mut counter = CountingSink(0);
+    if let Err(e) = std::io::copy(&mut r, &mut counter) {
+        return Err(TrainerError::BadData {
+            path: path.to_path_buf(),
+            offset: Some(counter.0),
+            reason: format!(
+                "cannot read further: {e} (offset of the{stream} data; the file is truncated or \
+                 corrupt)"
+            ),
+        });
+    }
+    if counter.0 != want {
+        return Err(TrainerError::BadData {
+            path: path.to_path_buf(),
+            offset: Some(counter.0.min(want)),
+            reason: format!(
+                "{} {stream}bytes, but the header's dimensions {:?} need {want} (the file is \
+                 {})",
+                counter.0,
+                header.dims,
+                if counter.0 < want {
+                    "truncated"
+                } else {
+                    "too long"
+                }
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A writer that only counts bytes.
+struct CountingSink(u64);
+
+impl std::io::Write for CountingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Checks the four Fashion-MNIST files in `dir`: their headers (shapes 60000×28×28, 60000,
+/// 10000×28×28, 10000) and that each is complete ([`check_complete`]), and returns the train
+/// and test sizes. Each file may also be stored uncompressed (without `.gz`).
 pub fn check_fashion_mnist(dir: &Path) -> Result<(usize, usize)> {
     let expect = [
         vec![60_000, 28, 28],
@@ -271,13 +331,14 @@ pub fn check_fashion_mnist(dir: &Path) -> Result<(usize, usize)> {
     ];
     for (file, want) in FASHION_MNIST_FILES.iter().zip(expect) {
         let path = resolve(dir, stem_of(file)).unwrap_or_else(|| dir.join(file));
-        let got = read_header(&path)?.dims;
-        if got != want {
+        let header = read_header(&path)?;
+        if header.dims != want {
             return Err(TrainerError::BadIdx {
                 path,
-                reason: format!("shape {got:?}, expected {want:?}"),
+                reason: format!("shape {:?}, expected {want:?}", header.dims),
             });
         }
+        check_complete(&path, &header)?;
     }
     Ok((60_000, 10_000))
 }

@@ -175,6 +175,23 @@ pub enum DataSource {
 }
 
 impl DataSource {
+    /// The number of classes and the image shape (C, H, W) the data will have, known without
+    /// reading any file, so that a configuration can be checked before a run starts.
+    pub fn classes_and_shape(&self) -> (usize, [usize; 3]) {
+        match self {
+            DataSource::Synthetic(s) => (s.classes, [s.channels, s.side, s.side]),
+            DataSource::Files { id, options, .. } => match id {
+                DatasetId::FashionMnist => (10, [1, 28, 28]),
+                DatasetId::Cifar10 => (10, [3, 32, 32]),
+                DatasetId::Cifar100 => match options.cifar100_labels {
+                    Cifar100Labels::Fine => (100, [3, 32, 32]),
+                    Cifar100Labels::Coarse => (20, [3, 32, 32]),
+                },
+                DatasetId::TinyImagenet => (200, [3, 64, 64]),
+            },
+        }
+    }
+
     /// The official files of `id` under the default data roots.
     pub fn files(id: DatasetId) -> Self {
         DataSource::Files {
@@ -186,13 +203,14 @@ impl DataSource {
 }
 
 /// Loads `part` of `source`. Files are found as [`locate`] finds them (without its header check:
-/// the loader checks everything).
-pub fn load(source: &DataSource, part: Part) -> Result<Dataset> {
+/// the loader checks everything): under the source's own `root` when it names one, else under
+/// `data_dir` when given (`--data-dir`), else under [`crate::paths::data_roots`].
+pub fn load(source: &DataSource, part: Part, data_dir: Option<&Path>) -> Result<Dataset> {
     let (id, root, options) = match source {
         DataSource::Synthetic(spec) => return spec.generate(part),
         DataSource::Files { id, root, options } => (*id, root, options),
     };
-    let roots = crate::paths::data_roots(root.clone());
+    let roots = crate::paths::data_roots(root.clone().or_else(|| data_dir.map(Path::to_path_buf)));
     let dir = find_dir(id, &roots).map_err(|searched| {
         let list: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
         invalid(
@@ -270,15 +288,22 @@ pub fn locate(id: DatasetId, roots: &[PathBuf]) -> Located {
     }
 }
 
+/// Checks a found data set as far as it can be without decoding it: Fashion-MNIST's idx headers
+/// and whole streams, CIFAR's file sizes; Tiny-ImageNet is only located (its JPEGs are checked
+/// when decoded).
 fn validate(id: DatasetId, dir: PathBuf) -> Located {
-    if id != DatasetId::FashionMnist {
-        return Located::Found {
-            path: dir,
-            train: None,
-            test: None,
-        };
-    }
-    match idx::check_fashion_mnist(&dir) {
+    let checked = match id {
+        DatasetId::FashionMnist => idx::check_fashion_mnist(&dir),
+        DatasetId::Cifar10 | DatasetId::Cifar100 => cifar::check_release(id, &dir),
+        DatasetId::TinyImagenet => {
+            return Located::Found {
+                path: dir,
+                train: None,
+                test: None,
+            };
+        }
+    };
+    match checked {
         Ok((train, test)) => Located::Found {
             path: dir,
             train: Some(train),

@@ -13,7 +13,7 @@
 use classwise_theory::metrics::{
     ClassAccuracySummary, ClassErrors, ConfusionMatrix, class_accuracy_from_flags, class_errors,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
@@ -23,11 +23,53 @@ use crate::error::{Result, TrainerError, invalid};
 /// Relative tolerance of the batch-size check on logits.
 const LOGIT_TOL: f64 = 1e-4;
 
+/// When a sample counts as robust.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RobustCounting {
+    /// Correct on the clean input **and** on its adversarial example, as AutoAttack counts
+    /// (`fra31/auto-attack:autoattack/autoattack.py` attacks only the points classified
+    /// correctly when clean). Robust accuracy never exceeds clean accuracy, so boundary errors
+    /// are never negative.
+    #[default]
+    CleanAndAdversarial,
+    /// Correct on the adversarial example, whatever the clean prediction, as the reference
+    /// training codes evaluate (`PKU-ML/CFA`, `boqili/WAT`, `hannxu123/fair_robust`): a clean
+    /// error that the attack happens to fix counts as robust. For parity runs with them.
+    AdversarialOnly,
+}
+
+impl RobustCounting {
+    /// A sentence for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RobustCounting::CleanAndAdversarial => {
+                "robust = correct on the clean input and on its adversarial example \
+                 (AutoAttack's counting)"
+            }
+            RobustCounting::AdversarialOnly => {
+                "robust = correct on the adversarial example, whatever the clean prediction \
+                 (the reference codes' counting)"
+            }
+        }
+    }
+
+    /// The short name used in file names and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            RobustCounting::CleanAndAdversarial => "clean-and-adversarial",
+            RobustCounting::AdversarialOnly => "adversarial-only",
+        }
+    }
+}
+
 /// The class-wise report of one model under one attack.
 #[derive(Debug, Clone, Serialize)]
 pub struct Evaluation {
     pub attack: String,
     pub eps: f64,
+    /// How robust samples were counted.
+    pub robust_counting: RobustCounting,
     pub n_samples: usize,
     pub class_names: Vec<String>,
     pub clean: ClassAccuracySummary,
@@ -41,13 +83,14 @@ pub struct Evaluation {
 }
 
 /// Evaluates `model` in eval mode on `batches` of (images in [0, 1], labels) against `attack` at
-/// budget `eps` (the same for every sample).
+/// budget `eps` (the same for every sample), counting robust samples as `counting` says.
 pub fn evaluate(
     model: &dyn ModuleT,
     batches: impl IntoIterator<Item = Result<(Tensor, Tensor)>>,
     class_names: &[String],
     attack: &dyn Attack,
     eps: f64,
+    counting: RobustCounting,
     device: Device,
 ) -> Result<Evaluation> {
     let k = class_names.len();
@@ -89,8 +132,18 @@ pub fn evaluate(
             });
         }
         let yv = to_usize(&y)?;
-        clean_ok.extend(flags(&clean_pred, &y)?);
-        robust_ok.extend(flags(&adv_pred, &y)?);
+        let clean_flags = flags(&clean_pred, &y)?;
+        let adv_flags = flags(&adv_pred, &y)?;
+        robust_ok.extend(
+            clean_flags
+                .iter()
+                .zip(adv_flags)
+                .map(|(&c, a)| match counting {
+                    RobustCounting::CleanAndAdversarial => c && a,
+                    RobustCounting::AdversarialOnly => a,
+                }),
+        );
+        clean_ok.extend(clean_flags);
         robust_pred.extend(to_usize(&adv_pred)?);
         labels.extend(yv);
     }
@@ -102,6 +155,7 @@ pub fn evaluate(
     Ok(Evaluation {
         attack: attack.describe(),
         eps,
+        robust_counting: counting,
         n_samples: labels.len(),
         class_names: class_names.to_vec(),
         robust_worst_20_percent: robust.worst_fraction_mean(0.2)?,
@@ -178,8 +232,11 @@ pub fn markdown(e: &Evaluation) -> String {
     use std::fmt::Write as _;
     let pct = |v: f64| format!("{:.2}", 100.0 * v);
     let mut out = format!(
-        "Attack: {} at eps = {} on {} samples.\n\n| class | clean % | robust % | standard err % | boundary err % | robust err % |\n|---|---|---|---|---|---|\n",
-        e.attack, e.eps, e.n_samples
+        "Attack: {} at eps = {} on {} samples; {}.\n\n| class | clean % | robust % | standard err % | boundary err % | robust err % |\n|---|---|---|---|---|---|\n",
+        e.attack,
+        e.eps,
+        e.n_samples,
+        e.robust_counting.describe()
     );
     for (k, name) in e.class_names.iter().enumerate() {
         let _ = writeln!(

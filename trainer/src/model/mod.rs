@@ -90,12 +90,12 @@ impl Model {
                 spec::to_i64(depth),
                 spec::to_i64(widen),
             )),
-            Architecture::SmallCnn => Box::new(small_cnn::SmallCnn::new(
+            Architecture::SmallCnn { zero_last_layer } => Box::new(small_cnn::SmallCnn::new(
                 &scope(InitStyle::TradesSmallCnn),
                 c,
-                height,
-                width,
+                (height, width),
                 k,
+                zero_last_layer,
             )),
             Architecture::SmallCnnCifar => Box::new(small_cnn_cifar::SmallCnnCifar::new(
                 &scope(InitStyle::Torch),

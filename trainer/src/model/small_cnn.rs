@@ -19,6 +19,9 @@
 //!
 //! Initialisation as the reference: Kaiming-normal conv weights, zero conv biases, PyTorch
 //! defaults for fc1 and fc2, **fc3 weight and bias zero** (the initial logits are all zero).
+//! With `zero_last_layer = false` fc3 gets PyTorch's default instead: with a zero fc3 the
+//! gradient reaching fc2 and below is proportional to fc3's weights, so it is zero on the first
+//! step and small for many after, and a short run barely leaves the uniform prediction.
 //!
 //! Parameter names: `feature_extractor.conv{1..4}`, `classifier.fc{1,2,3}`.
 
@@ -49,8 +52,15 @@ pub(crate) struct SmallCnn {
 }
 
 impl SmallCnn {
-    /// `height`/`width` are validated by [`super::ModelSpec::validate`].
-    pub(crate) fn new(s: &Scope, in_ch: i64, height: usize, width: usize, classes: i64) -> Self {
+    /// `height`/`width` are validated by [`super::ModelSpec::validate`]; `zero_last_layer` as in
+    /// the reference, else fc3 gets PyTorch's default initialisation.
+    pub(crate) fn new(
+        s: &Scope,
+        in_ch: i64,
+        (height, width): (usize, usize),
+        classes: i64,
+        zero_last_layer: bool,
+    ) -> Self {
         let features = s.sub("feature_extractor");
         let mut in_width = in_ch;
         let convs = CONV_WIDTHS
@@ -69,13 +79,17 @@ impl SmallCnn {
             convs,
             fc1: classifier.linear("fc1", flat, HIDDEN),
             fc2: classifier.linear("fc2", HIDDEN, HIDDEN),
-            fc3: classifier.linear_init(
-                "fc3",
-                HIDDEN,
-                classes,
-                ParamInit::Const(0.0),
-                ParamInit::Const(0.0),
-            ),
+            fc3: if zero_last_layer {
+                classifier.linear_init(
+                    "fc3",
+                    HIDDEN,
+                    classes,
+                    ParamInit::Const(0.0),
+                    ParamInit::Const(0.0),
+                )
+            } else {
+                classifier.linear("fc3", HIDDEN, classes)
+            },
         }
     }
 }

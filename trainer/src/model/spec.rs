@@ -39,9 +39,15 @@ pub enum Architecture {
     #[serde(rename = "wide_resnet")]
     WideResNet { depth: usize, widen: usize },
     /// TRADES' SmallCNN for 1×28×28 (`boqili/WAT:models/mnist_cnn.py`); any channel count
-    /// and any side ≥ 16 are accepted (fc1 is sized from the input).
+    /// and any side ≥ 16 are accepted (fc1 is sized from the input). `zero_last_layer = true`
+    /// (the default) zeroes fc3 as the reference does; `false` gives fc3 PyTorch's default
+    /// initialisation, which lets short runs start learning at once (with a zero fc3 no
+    /// gradient reaches the layers below it on the first step, and little for many steps).
     #[serde(rename = "small_cnn")]
-    SmallCnn,
+    SmallCnn {
+        #[serde(default = "default_true")]
+        zero_last_layer: bool,
+    },
     /// FAT's SmallCNN for 3×32×32 (`boqili/WAT:models/small_cnn.py`); any channel count and
     /// any side ≥ 8 are accepted (fc1 is sized from the input).
     #[serde(rename = "small_cnn_cifar")]
@@ -53,6 +59,13 @@ fn default_true() -> bool {
 }
 
 impl Architecture {
+    /// TRADES' SmallCNN as the reference initialises it (zero last layer).
+    pub fn small_cnn() -> Self {
+        Architecture::SmallCnn {
+            zero_last_layer: true,
+        }
+    }
+
     /// A short human-readable name, e.g. `WRN-34-10`.
     pub fn name(&self) -> String {
         match self {
@@ -64,14 +77,19 @@ impl Architecture {
             } => "PreActResNet-18 (no final BN+ReLU)".to_owned(),
             Architecture::ResNet18 => "ResNet-18".to_owned(),
             Architecture::WideResNet { depth, widen } => format!("WRN-{depth}-{widen}"),
-            Architecture::SmallCnn => "SmallCNN".to_owned(),
+            Architecture::SmallCnn {
+                zero_last_layer: true,
+            } => "SmallCNN".to_owned(),
+            Architecture::SmallCnn {
+                zero_last_layer: false,
+            } => "SmallCNN (default-initialised last layer)".to_owned(),
             Architecture::SmallCnnCifar => "SmallCNN-CIFAR".to_owned(),
         }
     }
 
     /// Whether the network has BatchNorm layers (train and eval mode then differ).
     pub fn has_batch_norm(&self) -> bool {
-        !matches!(self, Architecture::SmallCnn)
+        !matches!(self, Architecture::SmallCnn { .. })
     }
 }
 
@@ -194,7 +212,7 @@ impl ModelSpec {
                     ));
                 }
             }
-            Architecture::SmallCnn => {
+            Architecture::SmallCnn { .. } => {
                 if super::small_cnn::feature_side(h).is_none()
                     || super::small_cnn::feature_side(w).is_none()
                 {

@@ -6,6 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::attack::Pgd;
 use crate::data::{Augment, DataSource, SplitSpec};
 use crate::error::{Result, invalid};
+use crate::eval::RobustCounting;
 use crate::model::ModelSpec;
 use crate::train::{LrSchedule, Method, SgdConfig};
 
@@ -126,6 +127,22 @@ pub struct TrainConfig {
     #[serde(default = "default_beta")]
     pub beta: f64,
     pub method: Method,
+    /// ε warm-up: every class's training ε grows linearly, batch by batch, from ε/B to ε over
+    /// the first `eps_warmup_epochs` epochs (B batches each), then stays at ε. 0 (the default)
+    /// trains at ε from the first batch, as the papers do.
+    #[serde(default)]
+    pub eps_warmup_epochs: usize,
+}
+
+impl TrainConfig {
+    /// The factor on ε for batch `step` of `batches` in 0-based epoch `epoch`.
+    pub fn eps_scale(&self, epoch: usize, step: usize, batches: usize) -> f64 {
+        if self.eps_warmup_epochs == 0 || epoch >= self.eps_warmup_epochs {
+            return 1.0;
+        }
+        let done = (epoch * batches + step + 1) as f64;
+        (done / (self.eps_warmup_epochs * batches.max(1)) as f64).min(1.0)
+    }
 }
 
 fn default_beta() -> f64 {
@@ -138,6 +155,10 @@ fn default_beta() -> f64 {
 pub struct EvalConfig {
     pub attack: Pgd,
     pub eps: Eps,
+    /// When a sample counts as robust: `clean-and-adversarial` (AutoAttack's counting, the
+    /// default) or `adversarial-only` (the reference codes').
+    #[serde(default)]
+    pub robust_counting: RobustCounting,
     /// Evaluate every this many epochs (and always after the last one).
     #[serde(default = "one")]
     pub every: usize,
@@ -252,9 +273,35 @@ impl RunConfig {
             }
         }
         self.model.validate()?;
+        let (classes, shape) = self.data.source.classes_and_shape();
+        if self.model.num_classes != classes {
+            return Err(invalid(
+                "model.num_classes",
+                self.model.num_classes,
+                format!("{classes}, the number of classes of the data"),
+            ));
+        }
+        if self.model.input_shape != shape {
+            return Err(invalid(
+                "model.input_shape",
+                format!("{:?}", self.model.input_shape),
+                format!("{shape:?}, the image shape of the data"),
+            ));
+        }
+        self.data
+            .augment
+            .validate(shape[1], shape[2])
+            .map_err(|e| e.in_section("data"))?;
         self.optimizer.validate()?;
         self.schedule.validate()?;
-        self.eval.attack.validate()?;
+        self.train
+            .method
+            .validate()
+            .map_err(|e| e.in_section("train.method"))?;
+        self.eval
+            .attack
+            .validate()
+            .map_err(|e| e.in_section("eval"))?;
         Ok(())
     }
 }

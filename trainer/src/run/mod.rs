@@ -36,7 +36,9 @@ use crate::error::{IoContext, Result, TrainerError, invalid};
 use crate::eval::{Evaluation, evaluate, markdown};
 use crate::io::write_json;
 use crate::model::Model;
-use crate::train::{ClassPlan, ClassRule, ClassStats, Sgd, Uniform, WeightAverage, train_epoch};
+use crate::train::{
+    ClassPlan, ClassRule, ClassStats, Sgd, StepSettings, Uniform, WeightAverage, train_epoch,
+};
 
 /// `model` with the averaged weights of `ema`, kept in `slot` (built on first use).
 fn averaged_model<'a>(
@@ -86,7 +88,12 @@ impl RunDir {
                 let state = RunState::load(&self.state())?;
                 Ok(self.checkpoint(&state.checkpoint).join("model.safetensors"))
             }
-            path => Ok(PathBuf::from(path)),
+            path if Path::new(path).is_file() => Ok(PathBuf::from(path)),
+            other => Err(invalid(
+                "--checkpoint",
+                other,
+                "best, last, ema, or the path of a model file (no such file)",
+            )),
         }
     }
 
@@ -194,12 +201,21 @@ pub struct EpochLog {
     pub test: Option<SplitLog>,
     /// The weight-averaged model (`[ema]`) on the test subset, as CFA's code logs it.
     pub ema_test: Option<SplitLog>,
+    /// The ε warm-up factor of the epoch's first and last batch (`train.eps_warmup_epochs`),
+    /// when it is below 1 in this epoch; the plan above holds the full ε.
+    pub eps_warmup: Option<[f64; 2]>,
+    /// Wall time of the whole epoch: training, evaluations and checkpoint.
     pub seconds: f64,
-    pub images_per_second: f64,
+    /// Wall time of the training batches alone.
+    pub train_seconds: f64,
+    /// Training throughput: training images / `train_seconds`.
+    pub train_images_per_second: f64,
+    /// Wall time of this epoch's evaluations (validation, test and the averaged model).
+    pub eval_seconds: f64,
 }
 
 /// How `train` treats an existing run directory.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TrainOptions {
     /// Continue the run in the directory.
     pub resume: bool,
@@ -210,6 +226,12 @@ pub struct TrainOptions {
     /// Stop after this many completed epochs, as if the process were killed there (for tests of
     /// resume and for splitting a long run into sessions); no report is written.
     pub stop_after: Option<usize>,
+    /// The data root to search when the config names none (`--data-dir`); `None` searches
+    /// [`crate::paths::data_roots`] (`CLASSWISE_DATA_DIR`, else the set-up cache, else
+    /// `/usr/share/datasets`).
+    pub data_dir: Option<PathBuf>,
+    /// The code the binary was built from, for `env.json`.
+    pub build: BuildInfo,
 }
 
 /// The result of [`train`].
@@ -253,9 +275,9 @@ fn first_per_class(labels: &[i64], indices: &[i64], n: Option<usize>, k: usize) 
         .collect()
 }
 
-fn load_data(config: &RunConfig, dir: &RunDir) -> Result<RunData> {
-    let full = data::load(&config.data.source, Part::Train)?;
-    let test_full = data::load(&config.data.source, Part::Test)?;
+fn load_data(config: &RunConfig, dir: &RunDir, data_dir: Option<&Path>) -> Result<RunData> {
+    let full = data::load(&config.data.source, Part::Train, data_dir)?;
+    let test_full = data::load(&config.data.source, Part::Test, data_dir)?;
     let k = full.num_classes();
     let split = Split::of_dataset(&full, &config.data.split)?;
     let labels = full.label_slice();
@@ -316,6 +338,7 @@ pub fn evaluate_on(
         data.class_names(),
         &config.eval.attack,
         config.eval.eps.value,
+        config.eval.robust_counting,
         device,
     )
 }
@@ -357,25 +380,66 @@ fn stream(seed: u64, purpose: u64, epoch: usize) -> ChaCha8Rng {
     rng
 }
 
-fn environment(config: &RunConfig, device: Device) -> serde_json::Value {
-    let git = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+/// The code a binary was built from, recorded in `env.json` (the CLI fills it at build time).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildInfo {
+    /// The commit the binary was built from.
+    pub git_sha: Option<String>,
+    /// Whether tracked files differed from that commit when it was built.
+    pub git_dirty: Option<bool>,
+}
+
+/// One session of a run (its first start or a resume), as `env.json` records it.
+fn session(
+    config: &RunConfig,
+    device: Device,
+    opts: &TrainOptions,
+    start_epoch: usize,
+) -> serde_json::Value {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     serde_json::json!({
-        "git_sha": git,
+        "start_epoch": start_epoch,
+        "started_unix_seconds": started,
+        "git_sha": opts.build.git_sha,
+        "git_dirty": opts.build.git_dirty,
         "classwise_trainer": env!("CARGO_PKG_VERSION"),
         "tch": env!("CLASSWISE_TCH_VERSION"),
         "libtorch": crate::LIBTORCH_VERSION,
         "device": format!("{device:?}"),
         "threads": tch::get_num_threads(),
         "cpu_tuning": crate::runtime::current(),
+        "data_dir": opts.data_dir,
         "seed": config.seed,
         "streams": "data order and augmentation: ChaCha8(seed) streams per epoch; libtorch \
                     generator reseeded per batch from (seed, epoch, step)",
     })
+}
+
+/// Writes `env.json`: `{"sessions": [...]}`, the first session followed by one entry per
+/// resume. A file from before sessions were recorded (one flat object) becomes the first.
+fn record_session(path: &Path, entry: serde_json::Value, resumed: bool) -> Result<()> {
+    let mut sessions = Vec::new();
+    if resumed && path.exists() {
+        let text = std::fs::read_to_string(path).at("reading", path)?;
+        let old: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
+                path: path.to_path_buf(),
+                offset: None,
+                reason: format!("not a run environment: {e}"),
+            })?;
+        match old.get("sessions").and_then(|s| s.as_array()) {
+            Some(list) => sessions.extend(list.iter().cloned()),
+            None => sessions.push(old),
+        }
+    }
+    sessions.push(entry);
+    write_json(
+        path,
+        "environment",
+        &serde_json::json!({ "sessions": sessions }),
+    )
 }
 
 /// Whether a JSON value holds a null anywhere.
@@ -390,15 +454,16 @@ fn contains_null(v: &serde_json::Value) -> bool {
 
 /// Appends one line to `metrics.jsonl`, flushed and synced.
 fn append_metrics(path: &Path, log: &EpochLog) -> Result<()> {
-    // serde_json writes NaN and infinities as null; only `val`, `test` and `ema_test` may be null (no
-    // evaluation that epoch).
+    // serde_json writes NaN and infinities as null; only `val`, `test` and `ema_test` (no
+    // evaluation that epoch) and `eps_warmup` (no warm-up) may be null.
     let value = serde_json::to_value(log).map_err(|source| TrainerError::Json {
         what: "metrics line",
         source,
     })?;
     let bad = value.as_object().is_some_and(|o| {
         o.iter().any(|(k, v)| {
-            !(v.is_null() && matches!(k.as_str(), "val" | "test" | "ema_test")) && contains_null(v)
+            !(v.is_null() && matches!(k.as_str(), "val" | "test" | "ema_test" | "eps_warmup"))
+                && contains_null(v)
         })
     });
     if bad {
@@ -446,31 +511,48 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 "a directory without a run (pass --resume to continue it)",
             ));
         }
-        (false, true) => {
-            return Err(invalid(
-                "--resume",
-                out.display(),
-                "a directory holding a run (state.json is missing)",
-            ));
-        }
-        (true, true) => {
-            let saved = std::fs::read_to_string(dir.config()).at("reading", dir.config())?;
-            let saved = RunConfig::from_toml(&saved)?;
-            if saved != *config && !opts.force {
-                return Err(invalid(
-                    "--config",
-                    "a configuration that differs from the run's config.toml",
-                    "the same configuration (pass --force to resume anyway)",
-                ));
+        (_, true) => {
+            // A run killed before its first checkpoint has a config.toml but no state.json: it
+            // starts again from the beginning (its config must still match).
+            if dir.config().exists() {
+                let saved = std::fs::read_to_string(dir.config()).at("reading", dir.config())?;
+                let saved = RunConfig::from_toml(&saved).map_err(|e| {
+                    invalid(
+                        "--resume",
+                        dir.config().display(),
+                        format!("the run's readable configuration ({e})"),
+                    )
+                })?;
+                if saved != *config && !opts.force {
+                    return Err(invalid(
+                        "--config",
+                        "a configuration that differs from the run's config.toml",
+                        "the same configuration (pass --force to resume anyway)",
+                    ));
+                }
             }
-            Some(RunState::load(&dir.state())?)
+            if existing {
+                Some(RunState::load(&dir.state())?)
+            } else {
+                eprintln!(
+                    "{} holds no completed epoch (no state.json): starting the run from the \
+                     beginning",
+                    out.display()
+                );
+                None
+            }
         }
         (false, false) => None,
     };
     std::fs::create_dir_all(out).at("creating", out)?;
     crate::io::write_atomic(&dir.config(), config.to_toml()?.as_bytes())?;
-    write_json(&dir.env(), "environment", &environment(config, device))?;
-    let data = load_data(config, &dir)?;
+    let start_epoch = resume_state.as_ref().map_or(0, |s| s.completed_epochs);
+    record_session(
+        &dir.env(),
+        session(config, device, &opts, start_epoch),
+        resume_state.is_some(),
+    )?;
+    let data = load_data(config, &dir, opts.data_dir.as_deref())?;
     let k = data.train.num_classes();
     if config.model.num_classes != k {
         return Err(invalid(
@@ -537,6 +619,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 config.batch_size,
                 opts.verbose,
             );
+            let n_batches = order.len().div_ceil(config.batch_size);
             let batch_iter = order
                 .chunks(config.batch_size)
                 .enumerate()
@@ -554,14 +637,25 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                     tch::manual_seed(torch_seed(seed, epoch, step));
                     Ok((x, y))
                 });
-            let stats = train_epoch(&model, &mut sgd, &method, &plan, batch_iter, lr, device)?;
+            let settings = |step| StepSettings {
+                lr,
+                eps_scale: config.train.eps_scale(epoch, step, n_batches),
+            };
+            let stats = train_epoch(
+                &model, &mut sgd, &method, &plan, batch_iter, settings, device,
+            )?;
             progress.finish();
+            let train_seconds = t0.elapsed().as_secs_f64();
+            let scale = |step| config.train.eps_scale(epoch, step, n_batches);
+            let eps_warmup =
+                (scale(0) < 1.0).then(|| [scale(0), scale(n_batches.saturating_sub(1))]);
             if let Some(e) = config.ema {
                 ema.apply(
                     ema_action(epoch, e.start_epoch, e.alpha)?,
                     model.var_store(),
                 );
             }
+            let t_eval = Instant::now();
             let last = epoch + 1 == config.epochs;
             let evaluate_now = last || (epoch + 1) % config.eval.every == 0;
             let log_of = |m: &Model, d: &Dataset, split: EvalSplit| -> Result<SplitLog> {
@@ -583,6 +677,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             } else {
                 None
             };
+            let eval_seconds = t_eval.elapsed().as_secs_f64();
             rule.observe(
                 epoch,
                 &ClassStats {
@@ -602,8 +697,11 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 val,
                 test,
                 ema_test,
+                eps_warmup,
                 seconds,
-                images_per_second: data.train.len() as f64 / seconds.max(1e-9),
+                train_seconds,
+                train_images_per_second: data.train.len() as f64 / train_seconds.max(1e-9),
+                eval_seconds,
             };
             // The best checkpoint, by avg + worst robust accuracy on the named split.
             let (split_name, scored) = match (config.checkpoint.best_split, &log.val) {
@@ -659,13 +757,19 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                         )
                     })
                     .unwrap_or_default();
+                let warmup = log
+                    .eps_warmup
+                    .map(|[a, b]| format!(" eps x{a:.2}..{b:.2}"))
+                    .unwrap_or_default();
                 eprintln!(
-                    "epoch {}/{} lr {lr} loss {:.4} {:.1} s ({:.0} img/s){summary}",
+                    "epoch {}/{} lr {lr}{warmup} loss {:.4} train {:.1} s ({:.0} img/s) eval \
+                     {:.1} s{summary}",
                     epoch + 1,
                     config.epochs,
                     log.train_loss,
-                    seconds,
-                    log.images_per_second
+                    log.train_seconds,
+                    log.train_images_per_second,
+                    log.eval_seconds
                 );
             }
         }

@@ -24,6 +24,21 @@ pub struct EpochStats {
     pub batches: usize,
 }
 
+/// What batch `i` of an epoch trains with: the learning rate, and a factor applied to every
+/// class's ε of the plan (1 outside an ε warm-up).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepSettings {
+    pub lr: f64,
+    pub eps_scale: f64,
+}
+
+impl StepSettings {
+    /// The same learning rate for every batch and the plan's ε as it is.
+    pub fn constant(lr: f64) -> impl Fn(usize) -> StepSettings {
+        move |_| StepSettings { lr, eps_scale: 1.0 }
+    }
+}
+
 /// Trains one epoch over `batches` (images in [0, 1] and labels, on any device; moved to
 /// `device`). A non-finite loss stops the epoch with an error naming the batch, before the
 /// update, so the parameters stay those of the last good step.
@@ -33,7 +48,7 @@ pub fn train_epoch(
     objective: &dyn Objective,
     plan: &ClassPlan,
     batches: impl IntoIterator<Item = Result<(Tensor, Tensor)>>,
-    lr: f64,
+    settings: impl Fn(usize) -> StepSettings,
     device: Device,
 ) -> Result<EpochStats> {
     let k = plan.n_classes();
@@ -44,6 +59,14 @@ pub fn train_epoch(
     for (i, batch) in batches.into_iter().enumerate() {
         let (x, y) = batch?;
         let (x, y) = (x.to_device(device), y.to_device(device));
+        let step = settings(i);
+        let scaled;
+        let plan = if step.eps_scale == 1.0 {
+            plan
+        } else {
+            scaled = plan.with_eps_scale(step.eps_scale)?;
+            &scaled
+        };
         optimizer.zero_grad();
         let out = objective.loss(model, &x, &y, plan)?;
         let loss = out.loss.double_value(&[]);
@@ -57,7 +80,7 @@ pub fn train_epoch(
             });
         }
         out.loss.backward();
-        optimizer.step(lr);
+        optimizer.step(step.lr);
         let y = y.to_kind(Kind::Int64);
         total = total.f_index_add(0, &y, &y.ones_like())?;
         correct = correct.f_index_add(0, &y, &out.correct.to_kind(Kind::Int64))?;

@@ -14,7 +14,7 @@ pub mod plan;
 pub mod schedule;
 
 pub use average::WeightAverage;
-pub use epoch::{EpochStats, train_epoch};
+pub use epoch::{EpochStats, StepSettings, train_epoch};
 pub use objective::{Method, Objective, StepOutput, TradesScaling};
 pub use optim::{Sgd, SgdConfig};
 pub use plan::{ClassPlan, ClassRule, ClassStats, Uniform};

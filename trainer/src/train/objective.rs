@@ -62,6 +62,16 @@ pub enum Method {
     Trades { attack: Pgd, scaling: TradesScaling },
 }
 
+impl Method {
+    /// Checks the training attack's settings; errors name `attack.<field>`.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Method::Natural => Ok(()),
+            Method::PgdAt { attack, .. } | Method::Trades { attack, .. } => attack.validate(),
+        }
+    }
+}
+
 fn weights_of(values: &[f64], y: &Tensor) -> Tensor {
     Tensor::from_slice(values)
         .to_kind(Kind::Float)

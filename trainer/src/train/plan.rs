@@ -42,6 +42,17 @@ impl ClassPlan {
         }
     }
 
+    /// The plan with every ε_k multiplied by `factor` ∈ [0, 1] (an ε warm-up).
+    pub fn with_eps_scale(&self, factor: f64) -> Result<Self> {
+        if !(0.0..=1.0).contains(&factor) {
+            return Err(invalid("eps_scale", factor, "in [0, 1]"));
+        }
+        Ok(ClassPlan {
+            eps: self.eps.iter().map(|e| e * factor).collect(),
+            ..self.clone()
+        })
+    }
+
     pub fn n_classes(&self) -> usize {
         self.eps.len()
     }
