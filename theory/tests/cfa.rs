@@ -1,6 +1,6 @@
-//! Property tests of the CFA binary model and Theorems 1-4 (spec §7, T1-T11), and regression
-//! tests for the errata's counterexamples. Expected numbers come from the spec, whose values were
-//! computed independently in mpmath.
+//! Property tests of the CFA binary model and Theorems 1-4 (checks T1-T11), and regression
+//! tests for the errata's counterexamples. Expected numbers were computed independently of this
+//! code, in mpmath.
 
 mod common;
 
@@ -10,7 +10,7 @@ use classwise_theory::theorems::{self, figure1_model};
 use classwise_theory::{tol, verify};
 use proptest::prelude::*;
 
-/// Generator ranges of spec §7 T1.
+/// Generator ranges of check T1.
 const D: std::ops::RangeInclusive<u32> = 1..=100;
 const ETA: std::ops::Range<f64> = 0.01..0.49;
 const LN_SIGMA: std::ops::Range<f64> = -1.609_437_912_434_100_3..1.098_612_288_668_109_8; // ln 0.2 .. ln 3
@@ -21,7 +21,7 @@ fn model(d: u32, eta: f64, ln_sigma: f64, p_pos: f64, p_neg: f64) -> BinaryModel
     BinaryModel::new(d, eta, ln_sigma.exp(), p_pos, p_neg).unwrap()
 }
 
-/// 1/2 < p₋₁ < p₊₁ < 1, both at least 1/2 + 1e-6 (spec T3).
+/// 1/2 < p₋₁ < p₊₁ < 1, both at least 1/2 + 1e-6 (check T3).
 fn ordered_p() -> impl Strategy<Value = (f64, f64)> {
     (0.500_001..0.999_999f64, 0.500_001..0.999_999f64)
         .prop_filter("distinct", |(a, b)| a != b)
@@ -155,7 +155,7 @@ proptest! {
     }
 }
 
-/// T8 / note C4: the chain fails inside (w*₋₁, w*₊₁) (spec values).
+/// T8 / note C4: the chain fails inside (w*₋₁, w*₊₁) (mpmath values).
 #[test]
 fn t8_note_c4_counterexample() {
     let m = BinaryModel::new(1, 0.4, 1.0, 0.85, 0.7).unwrap();
@@ -175,7 +175,7 @@ fn t8_note_c4_counterexample() {
     assert!(theorems::theorem4_clean(&m, 2.2, 0.1).unwrap().holds);
 }
 
-/// T9 / note C5: with p₋₁ < 1/2, R₋₁ falls near 0 (spec value).
+/// T9 / note C5: with p₋₁ < 1/2, R₋₁ falls near 0 (mpmath value).
 #[test]
 fn t9_note_c5_counterexample() {
     let m = BinaryModel::new(1, 0.4, 1.0, 0.85, 0.4).unwrap();
@@ -191,7 +191,7 @@ fn t9_note_c5_counterexample() {
     assert!(!theorems::theorem4_robust(&m, 0.1, 0.1).unwrap().holds);
 }
 
-/// E4 (erratum C1): ŵ_ε → ∞ as ε → η, and at ε = η no maximiser.
+/// Erratum C1: ŵ_ε → ∞ as ε → η, and at ε = η no maximiser.
 #[test]
 fn e4_w_hat_blows_up_at_eta() {
     let m = BinaryModel::new(1, 0.4, 1.0, 0.85, 0.7).unwrap();
@@ -211,7 +211,7 @@ fn e4_w_hat_blows_up_at_eta() {
     assert!(r(1.0) < r(10.0) && r(10.0) < 0.775);
 }
 
-/// E6 (erratum C2) and E7: boundary values of A₋₁.
+/// Erratum C2 (p₋₁ ≤ 1/2) and equal p's: boundary values of A₋₁.
 #[test]
 fn e6_e7_boundary_values() {
     let m = BinaryModel::new(1, 0.4, 1.0, 0.85, 0.45).unwrap();
@@ -244,7 +244,7 @@ fn e6_e7_boundary_values() {
     }
 }
 
-/// E8 (caveat C3): the σ² factor at the Figure 1 setting.
+/// Caveat C3: the σ² factor at the Figure 1 setting.
 #[test]
 fn e8_sigma_scaling() {
     let m = figure1_model();
@@ -265,7 +265,7 @@ fn e8_sigma_scaling() {
     );
 }
 
-/// T11 / E9: the full-adversary optimum follows the interior root, then jumps to +∞.
+/// T11: the full-adversary optimum follows the interior root, then jumps to +∞.
 #[test]
 fn t11_full_adversary_jump() {
     let m = figure1_model();
@@ -290,7 +290,7 @@ fn t11_full_adversary_jump() {
     ));
 }
 
-/// Every CFA erratum of spec §4 is reproduced, and the whole verify table holds for a few seeds.
+/// Every CFA erratum (C1-C9) is reproduced, and the whole verify table holds for a few seeds.
 #[test]
 fn errata_confirmed_and_verify_holds() {
     for e in theorems::cfa_errata() {

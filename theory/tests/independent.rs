@@ -1,5 +1,5 @@
-//! Spec §7 item "cross-checked by computations independent of the closed forms", over the whole
-//! parameter space: accuracies by numerical quadrature of the Gaussian density of T (never Φ),
+//! Cross-checks by computations independent of the closed forms, over the whole parameter
+//! space: accuracies by numerical quadrature of the Gaussian density of T (never Φ),
 //! and argmaxes by a value-only bracketing maximiser (golden section), never the logit formulas.
 
 mod common;
@@ -69,7 +69,8 @@ fn tail(c: f64, mu: f64, s: f64) -> f64 {
     }
 }
 
-/// Accuracy by quadrature: a point is correct iff (z - e1)·w + T' > 0 (spec §1.1).
+/// Accuracy by quadrature: a point is correct iff (z - e1)·w + T' > 0 (the frame of the label,
+/// as in CFA eq. (13)).
 fn accuracy(m: &BinaryModel, y: Class, w: f64, shift: f64, e1: f64) -> f64 {
     let d = f64::from(m.d());
     let (mu, s) = (d * (m.eta() - shift), m.s());
@@ -151,7 +152,8 @@ proptest! {
                 golden_max(g, grid[k - 1], grid[k + 1])
             };
             // A maximum that rises above both limits (p_y at ∞, A(0⁺)) by less than ~1e-10 is
-            // numerically flat: values cannot locate it (spec §6 rejects such draws too).
+            // numerically flat: values cannot locate it (`theory/reference/model_table.py`
+            // rejects such draws too).
             let a = |w| m.clean_accuracy(y, w).unwrap();
             prop_assume!(a(ws) - m.p(y).max(a(1e-12)) > 1e-10);
             let found = scan(&|w| m.clean_accuracy(y, w).unwrap());

@@ -1,6 +1,6 @@
-//! Tests of `metrics` (class-wise metrics, algorithms spec §1.8) and `calibration` (CFA, WAT,
-//! FRL, CSL rules, spec §3-§6). Expected values are computed by hand in the comments or taken
-//! from the papers' tables (spec §11); none is produced by the code under test.
+//! Tests of `metrics` (class-wise metrics) and `calibration` (CFA, WAT, FRL, CSL rules).
+//! Expected values are computed by hand in the comments or taken from the papers' tables; none
+//! is produced by the code under test.
 
 mod common;
 
@@ -164,7 +164,7 @@ fn worst_fraction_mean_small() {
 
 #[test]
 fn worst_20_percent_of_200_classes_is_40() {
-    // spec §1.8: Tiny-ImageNet worst-20% = 40 of 200 classes.
+    // CFA App. C.1: Tiny-ImageNet worst-20% = 40 of 200 classes.
     let acc = ClassAccuracy::from_values((0..200).map(|i| i as f64 / 200.0).collect()).unwrap();
     assert_eq!(acc.worst_fraction_count(0.2).unwrap(), 40);
     // mean of 0/200 .. 39/200 = (39/2)/200 = 0.0975
@@ -232,7 +232,7 @@ fn tian_table1_cv_and_mcd() {
 #[test]
 fn wat_rho_matches_wat_table1_cifar10_resnet18() {
     // WAT Table 1, CIFAR-10 ResNet-18, baseline TRADES: natural 82.11/64.6, PGD-100 51.69/25.2,
-    // CW 50.38/24.1, AA 48.64/21.7. Each cell: (avg, worst, printed rho). Spec §12 says all
+    // CW 50.38/24.1, AA 48.64/21.7. Each cell: (avg, worst, printed rho). All
     // these cells check out against eq. (7) to the printed 3 decimals.
     let base = [(82.11, 64.6), (51.69, 25.2), (50.38, 24.1), (48.64, 21.7)];
     let rows: [[(f64, f64, f64); 4]; 4] = [
@@ -277,8 +277,9 @@ fn wat_rho_matches_wat_table1_cifar10_resnet18() {
 }
 
 #[test]
-fn wat_rho_spec_check_and_discrepancy() {
-    // spec §1.8: (36.6 − 25.2)/25.2 − (51.69 − 49.13)/51.69 = 0.452381 − 0.049526 = 0.402855.
+fn wat_rho_paper_check_and_discrepancy() {
+    // WAT Table 1, PGD-100:
+    // (36.6 − 25.2)/25.2 − (51.69 − 49.13)/51.69 = 0.452381 − 0.049526 = 0.402855.
     let rho = wat_rho(51.69, 25.2, 49.13, 36.6).unwrap();
     assert_abs_diff_eq!(rho, 11.4 / 25.2 - 2.56 / 51.69, epsilon = 1e-12);
     assert_abs_diff_eq!(rho, 0.402855, epsilon = 1e-6);
@@ -288,7 +289,7 @@ fn wat_rho_spec_check_and_discrepancy() {
         rho,
         epsilon = 1e-12
     );
-    // spec §12 WAT-6: WRN-34-10 natural, WAT vs TRADES is printed 0.062 but eq. (7) gives
+    // WAT Table 2 (WRN-34-10), natural: WAT vs TRADES is printed 0.062 but eq. (7) gives
     // (74.0 − 64.7)/64.7 − (84.51 − 83.71)/84.51 = 0.143740 − 0.009466 = 0.134274.
     let wrn = wat_rho(84.51, 64.7, 83.71, 74.0).unwrap();
     assert_abs_diff_eq!(wrn, 0.134274, epsilon = 1e-6);
@@ -331,7 +332,7 @@ fn standard_boundary_robust_error_small() {
     assert_abs_diff_eq!(e.overall_standard, 1.0 / 3.0, epsilon = 1e-15);
     assert_abs_diff_eq!(e.overall_boundary, 1.0 / 3.0, epsilon = 1e-15);
     assert_abs_diff_eq!(e.overall_robust, 2.0 / 3.0, epsilon = 1e-15);
-    // worst values are maximised separately (spec §13 trap 12)
+    // worst values are maximised separately (as in BAT Table 1)
     assert_eq!(e.worst_standard().class, 1);
     assert_eq!(e.worst_boundary().class, 0);
     assert_eq!(e.worst_robust().class, 0);
@@ -501,7 +502,7 @@ fn cfa_epoch_config_warmup_and_calibration() {
 #[test]
 fn cfa_reference_code_t_quirk() {
     // K = 2, N = 10 with classes of 8 and 2 samples, all correct: code gives 2·8/10 = 1.6 and
-    // 2·2/10 = 0.4 instead of 1 and 1 (spec §3.3).
+    // 2·2/10 = 0.4 instead of 1 and 1 (`CW_log` in `PKU-ML/CFA:train.py`).
     let t = cfa_train_robust_reference_code(&[8, 2], 10).unwrap();
     assert_abs_diff_eq!(t[0], 1.6, epsilon = 1e-15);
     assert_abs_diff_eq!(t[1], 0.4, epsilon = 1e-15);

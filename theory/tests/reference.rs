@@ -93,7 +93,7 @@ fn same_argmax(got: Argmax, want: &str) -> bool {
     }
 }
 
-/// Spec §7 T0: every closed form against the mpmath table (quadrature and value-only search).
+/// Check T0: every closed form against the mpmath table (quadrature and value-only search).
 #[test]
 fn binary_model_matches_the_mpmath_table() {
     let rows = model_rows();

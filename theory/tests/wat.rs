@@ -1,5 +1,6 @@
-//! WAT (spec §5) properties H1-H4, G1, G4 (proptest, spec §7 ranges) and regressions H5, H6,
-//! G2. The regression numbers come from the spec, which computed them independently (mpmath).
+//! WAT (Theorems 1-3, Algorithm 1) properties H1-H4, G1, G4 (proptest, the ranges of those
+//! checks) and regressions H5, H6, G2. The regression numbers were computed independently of
+//! this code (mpmath).
 
 mod common;
 
@@ -35,25 +36,25 @@ fn config() -> ProptestConfig {
     common::config("proptest-regressions/wat.txt", DEFAULT_CASES)
 }
 
-/// H1: rel 1e-12 (spec §7); the softmax loses a few ulp of `η G ≤ 250` per weight.
+/// H1: rel 1e-12; the softmax loses a few ulp of `η G ≤ 250` per weight.
 const H1_TOL: f64 = 1e-12;
-/// H2: 1e-9 relative to the sums of up to 300 terms (spec §7).
+/// H2: 1e-9 relative to the sums of up to 300 terms.
 const H2_TOL: f64 = 1e-9;
-/// H3/H4: 1e-12 relative to the per-round right-hand side (spec §7).
+/// H3/H4: 1e-12 relative to the per-round right-hand side.
 const H34_TOL: f64 = 1e-12;
-/// H5: rel 1e-10 (spec §7).
+/// H5: rel 1e-10.
 const H5_TOL: f64 = 1e-10;
-/// H6: rel 1e-12 (spec §7).
+/// H6: rel 1e-12.
 const H6_TOL: f64 = 1e-12;
-/// G1: rel 1e-14 (spec §7), two evaluation orders of one closed form.
+/// G1: rel 1e-14, two evaluation orders of one closed form.
 const G1_TOL: f64 = 1e-14;
-/// G4: rel 1e-12 on c (spec §7).
+/// G4: rel 1e-12 on c.
 const G4_TOL: f64 = 1e-12;
-/// G2: the spec prints P = 0.90366 to 5 decimals, so half a unit of the 5th decimal (the spec's
+/// G2: the independent value P = 0.90366 has 5 decimals, so half a unit of the 5th decimal (an
 /// abs 1e-6 cannot be applied to a 5-decimal value).
 const G2_ROUNDING_TOL: f64 = 5e-6;
 /// G2: agreement of f64 log-space evaluation with its exact value is far better than this; the
-/// union version's "0" is round-off below 1e-60 in the spec.
+/// union version's "0" is round-off below 1e-60 in the independent (mpmath) computation.
 const G2_ZERO_TOL: f64 = 1e-12;
 /// Simulation/formula agreement: 4 standard errors (false-alarm rate ~6e-5 per comparison).
 const Z_BAND: f64 = 4.0;
@@ -226,7 +227,7 @@ fn h5_lemma1_oscillation() {
     );
     assert!(o.hedge_slack < 0.0);
     assert!(o.linear_slack > 0.0);
-    // Spec §5.1: -610.9 at T = 10^4, the linear update stays at +0.561 (3 digits printed).
+    // Independently computed: -610.9 at T = 10^4, the linear update stays at +0.561 (3 digits).
     let long = lemma1_oscillation(0.5, 10_000).unwrap();
     assert!(
         (long.hedge_slack + 610.9).abs() < 0.05,
@@ -271,8 +272,8 @@ fn g2_exact_counterexample_probability() {
 
 #[test]
 fn g2_table_rows_exceed_delta() {
-    // Spec §5.2 table: K printed to 3 significant digits, P to 4 decimals; the stated bound
-    // fails with probability above δ and the union version never.
+    // Independently computed: K given to 3 significant digits, P to 4 decimals; the stated
+    // bound fails with probability above δ and the union version never.
     for (delta, r, k, table_p) in [
         (0.5, 0.55, 5.33e9, 0.5011),
         (0.1, 0.50, 9.50e16, 0.1010),
@@ -355,7 +356,8 @@ fn half_abs_sum_matches_enumeration_and_rademacher() {
 
 #[test]
 fn clopper_pearson_max_of_k_bounds() {
-    // Spec §5.2: q = 0.0402 and 1-(1-q)^K = 0.079, 0.337, 0.984 for K = 2, 10, 100.
+    // Independently computed: q = 0.0402 and 1-(1-q)^K = 0.079, 0.337, 0.984 for K = 2, 10,
+    // 100.
     let q = clopper_pearson_miss_rate(50, 0.3, 0.05).unwrap();
     assert!((q - 0.0402).abs() < 5e-5, "{q}");
     for (k, expected) in [(2.0, 0.079), (10.0, 0.337), (100.0, 0.984)] {
@@ -591,7 +593,7 @@ fn verify_rows_pass_and_errata_are_confirmed() {
     }
 }
 
-// ----- G3: WAT Theorem 2 by Monte Carlo on the binary Gaussian model (spec §5.2 part A) -----
+// ----- G3: WAT Theorem 2 by Monte Carlo on the binary Gaussian model (part A) -----
 
 mod g3 {
     use classwise_theory::normal::pdf;
@@ -690,7 +692,7 @@ mod g3 {
     }
 
     #[test]
-    fn grid_is_the_specs_288_classifiers() {
+    fn grid_is_the_standard_288_classifiers() {
         let a = PartA::spec().unwrap();
         assert_eq!(a.classifiers().len(), SPEC_ANGLES * SPEC_NORMS.len());
         assert_eq!(a.classifiers().len(), 288);
@@ -711,7 +713,7 @@ mod g3 {
                 assert!(s.min_stated_slack > 0.0 && s.min_union_slack > s.min_stated_slack);
             }
         }
-        // The spec's thresholds: 3√ln(2/δ) = 5.76 (δ = 0.05) and 3.53 (δ = 0.5).
+        // The thresholds: 3√ln(2/δ) = 5.76 (δ = 0.05) and 3.53 (δ = 0.5).
         let one = a.run(10, 0.05, 2, 20, &mut rng).unwrap();
         assert!((one.stated_threshold_units - 5.76).abs() < 5e-3);
         let half = a.run(10, 0.5, 2, 20, &mut rng).unwrap();

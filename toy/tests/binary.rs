@@ -1,4 +1,4 @@
-//! The binary-model simulator against the closed forms of `classwise-theory` (theory spec T12),
+//! The binary-model simulator against the closed forms of `classwise-theory` (check T12),
 //! the worst-case perturbation against brute force, toy adversarial training against CFA
 //! Theorems 2 and 3, and thread-count independence.
 

@@ -1,6 +1,6 @@
-//! Data loaders on files written here in the real on-disk formats (issue 6, item 1), splits
-//! (spec §1.6) and augmentation. Expected values come from the formats' definitions, computed
-//! in the test, never from the code under test.
+//! Data loaders on files written here in the real on-disk formats (issue 6, item 1), splits (CFA's
+//! and WAT's per-class rules) and augmentation. Expected values come from the formats' definitions,
+//! computed in the test, never from the code under test.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
-//! Models (issue 6 item 2; algorithms spec §10, §13.17, §1.1, §3.5): parameter counts, output
-//! shapes, BN modes, normalisation, initialisation, save/load, seeding, input gradients.
+//! Models (issue 6 item 2; the reference models of CFA, WAT, TRADES and FRL): parameter counts,
+//! output shapes, BN modes, normalisation, initialisation, save/load, seeding, input gradients.
 
 use std::collections::BTreeMap;
 
@@ -67,10 +67,10 @@ fn err_text<T>(r: Result<T, TrainerError>) -> String {
     }
 }
 
-/// Spec §10, K = 10, trainable parameters only. The two WRNs are the slow part (a few seconds
-/// to initialise 83 M parameters in a debug build).
+/// Parameter counts of the reference architectures, K = 10, trainable parameters only. The two WRNs
+/// are the slow part (a few seconds to initialise 83 M parameters in a debug build).
 #[test]
-fn parameter_counts_equal_spec_section_10() {
+fn parameter_counts_equal_the_references() {
     let cases = [
         (preact(true), [3, 32, 32], 11_172_170),
         (preact(false), [3, 32, 32], 11_171_146),

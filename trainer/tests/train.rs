@@ -51,7 +51,7 @@ const CONFIG: SgdConfig = SgdConfig {
 };
 
 /// Our SGD and tch's (libtorch's torch::optim::SGD) give the same parameters after 6 steps, with
-/// and without Nesterov (spec §13.16).
+/// and without Nesterov (PyTorch adds wd·θ to the gradient before the momentum update).
 #[test]
 fn sgd_matches_libtorch_sgd() {
     for nesterov in [false, true] {

@@ -1,5 +1,5 @@
 //! CFA Figure 1(b): A_y (dotted), R_y at ε = 2η = 0.8 (solid) and the full-adversary R_y
-//! (dashed) against w, with markers at w*_y (theory spec §8 item 2).
+//! (dashed) against w, with markers at w*_y (CFA Theorem 3, with the σ² factor of caveat C3).
 
 use classwise_theory::model::{Adversary, BinaryModel, Class};
 use classwise_theory::theorems::figure1_model;

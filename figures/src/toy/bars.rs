@@ -1,7 +1,7 @@
 //! The multi-class toy (K Gaussian classes of increasing difficulty, CFA eq. (5) generalised):
 //! class-wise robust test accuracy of the last iterate of every method of [`super::METHODS`]
 //! as grouped bars, then each method's worst class and class mean (the fairness measures of
-//! CFA Table 1 and WAT Table 1; issue 5).
+//! CFA Table 1 and WAT Table 1).
 
 use classwise_toy::multiclass::{RunReport, ToyData};
 use plotters::coord::Shift;
@@ -117,7 +117,7 @@ impl Figure for MulticlassBars {
 
     fn reproduces(&self) -> &'static str {
         "The class-wise robust accuracy bars of CFA Fig. 2/Table 1 and WAT Table 1, on the \
-         multi-class toy (issue 5): natural, PGD-AT, TRADES, FAT, CFA on AT and TRADES, WAT, FRL"
+         multi-class toy: natural, PGD-AT, TRADES, FAT, CFA on AT and TRADES, WAT, FRL"
     }
 
     fn look_at(&self) -> &'static str {

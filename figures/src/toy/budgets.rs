@@ -1,7 +1,7 @@
 //! The multi-class toy: what each class-wise rule hands each class, per epoch. CFA's calibrated
 //! budgets ε_k = (λ₁ + t_k)·ε (CCM, CFA eq. (6)) and regularisations β_k = (λ₂ + t_k)·β (CCR,
 //! eq. (7)); WAT's Hedge class weights (WAT Algorithm 1, eq. (12)); FRL-RWRM's Lagrangian class
-//! weights of the natural and boundary terms (Xu et al. 2021). One line per class (issue 5).
+//! weights of the natural and boundary terms (Xu et al. 2021). One line per class.
 
 use classwise_toy::multiclass::{CfaBase, EpochPlan, Method, RunReport};
 use plotters::coord::Shift;
@@ -167,7 +167,7 @@ impl Figure for MulticlassBudgets {
 
     fn reproduces(&self) -> &'static str {
         "CFA eqs. (6)-(7) (CCM and CCR, cf. CFA Fig. 4), WAT's Hedge class weights and FRL-RWRM's \
-         class weights, on the multi-class toy (issue 5)"
+         class weights, on the multi-class toy"
     }
 
     fn look_at(&self) -> &'static str {

@@ -1,7 +1,7 @@
-//! CFA Algorithm 1's class-wise calibrated margin (CCM, CFA eq. (6)) on CFA's binary model
-//! (theory spec §8 item 11): `classwise_toy::binary::ccm_run` refits w exactly every epoch with
-//! class-wise budgets ε_y = (λ₁ + t_y)·ε, next to the same training with one budget ε
-//! ("uniform") and with one budget equal to the mean of CCM's final budgets ("matched").
+//! CFA Algorithm 1's class-wise calibrated margin (CCM, CFA eq. (6)) on CFA's binary model:
+//! `classwise_toy::binary::ccm_run` refits w exactly every epoch with class-wise budgets
+//! ε_y = (λ₁ + t_y)·ε, next to the same training with one budget ε ("uniform") and with one budget
+//! equal to the mean of CCM's final budgets ("matched").
 
 use classwise_theory::model::{BinaryModel, Class};
 use classwise_theory::theorems::figure1_model;
@@ -145,8 +145,8 @@ impl Figure for CcmFigure {
     }
 
     fn reproduces(&self) -> &'static str {
-        "CFA Algorithm 1 with the calibrated margin of eq. (6) on the model of section 2.2 \
-         (theory spec §8 item 11), against one uniform budget and one matched mean budget"
+        "CFA Algorithm 1 with the calibrated margin of eq. (6) on the model of section 2.2, \
+         against one uniform budget and one matched mean budget"
     }
 
     fn look_at(&self) -> &'static str {

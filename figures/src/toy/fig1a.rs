@@ -1,7 +1,6 @@
 //! CFA Figure 1(a): a seeded sample of 100 points per class of the binary model with d = 1
 //! (σ² = 0.6, η = 0.4, p₊₁ = 0.85, p₋₁ = 0.7; CFA App. A), which lie on the lines x₁ = ±1, with
-//! the decision boundaries x₂ = −w·x₁ of f_w at w*₊₁ and w*₋₁ (CFA Theorem 3; theory spec §8
-//! item 1).
+//! the decision boundaries x₂ = −w·x₁ of f_w at w*₊₁ and w*₋₁ (CFA Theorem 3).
 
 use classwise_theory::model::{BinaryModel, Class};
 use classwise_theory::theorems::figure1_model;

@@ -1,8 +1,8 @@
-//! Monte Carlo against the closed forms (theory spec §8 item 8, check T12): empirical A_y,
-//! R_y (x₁ pinned, CFA App. B.1) and R^full_y (full ℓ∞ adversary, CFA definition (4)) of f_w at
-//! several w, from `classwise_toy::binary::sweep` (N samples per class, exact worst-case
-//! perturbations), with ±2 standard-error bars, on the closed-form curves of
-//! `classwise-theory` (CFA eqs. (13)-(16), spec §1.2-1.4), at the Figure 1 setting and ε = 2η.
+//! Monte Carlo against the closed forms (check T12): empirical A_y, R_y (x₁ pinned, CFA App. B.1)
+//! and R^full_y (full ℓ∞ adversary, CFA definition (4)) of f_w at several w, from
+//! `classwise_toy::binary::sweep` (N samples per class, exact worst-case perturbations), with ±2
+//! standard-error bars, on the closed-form curves of `classwise-theory` (CFA eqs. (13)-(16) and the
+//! full-adversary form of `classwise_theory::model`), at the Figure 1 setting and ε = 2η.
 
 use classwise_theory::model::{Adversary, BinaryModel, Class};
 use classwise_theory::theorems::figure1_model;
@@ -21,7 +21,7 @@ use crate::theory::grid;
 /// Samples per class of the full figure and of the quick one.
 pub const SAMPLES: usize = 1_000_000;
 pub const QUICK_SAMPLES: usize = 20_000;
-/// The w of the Monte Carlo points (the spec's §1.4 table holds 0.1, 0.5, 1, 2 and 3).
+/// The w of the Monte Carlo points (check T11's table holds 0.1, 0.5, 1, 2 and 3).
 pub const WS: [f64; 7] = [0.1, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0];
 
 const X_DESC: &str = "w   (f_w(x) = sign(x₁ + x₂/w))";
@@ -192,7 +192,7 @@ impl Figure for McVsClosed {
     }
 
     fn reproduces(&self) -> &'static str {
-        "Theory spec §8 item 8 and check T12: simulated CFA eq. (5) data with exact ℓ∞ worst \
+        "Check T12: simulated CFA eq. (5) data with exact ℓ∞ worst \
          cases against the closed forms of CFA eqs. (13)-(16) and the full-adversary R^full_y"
     }
 

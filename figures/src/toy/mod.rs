@@ -1,6 +1,6 @@
 //! Figures from simulations of `classwise-toy`: CFA Figure 1(a), Monte Carlo against closed
-//! forms, CFA's CCM on the binary model, and the multi-class toy (theory spec §8 items 1, 8, 11;
-//! issue 5).
+//! forms, CFA's CCM on the binary model, and the multi-class toy (class-wise accuracies and
+//! the per-class budgets and weights of each method).
 //!
 //! Every number drawn comes from a public function of `classwise-toy` (samples, sweeps, CCM
 //! runs, multi-class runs) or `classwise-theory` (closed-form curves next to the estimates);

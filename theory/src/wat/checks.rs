@@ -1,5 +1,6 @@
-//! The WAT rows of `classwise theory verify`: checks H1-H6, G1-G4 (spec §7) and errata
-//! W1-W6 (spec §5), each recomputed from the functions of this module.
+//! The WAT rows of `classwise theory verify`: checks H1-H6, G1-G4 and errata W1-W6 (this
+//! project's findings on WAT Theorems 1-3 and Algorithm 1), each recomputed from the functions
+//! of this module.
 
 use rand::RngExt;
 use rand::rngs::ChaCha8Rng;
@@ -23,13 +24,13 @@ use crate::tol::{
 };
 use crate::verify::{CheckReport, ErratumReport, Tally, rng_for};
 
-/// W1 example's RHS (spec §7 H6).
+/// W1 example's RHS (check H6).
 pub const W1_RHS: f64 = 0.678_484_022_978_813_9;
-/// Constant-sequence RHS (spec §7 H5).
+/// Constant-sequence RHS (check H5).
 pub const H5_CONSTANT_RHS: f64 = 0.975_661_438_858_042_4;
-/// Lemma-1 oscillation Hedge slack at η = 0.5, T = 50 (spec §7 H5).
+/// Lemma-1 oscillation Hedge slack at η = 0.5, T = 50 (check H5).
 pub const H5_OSCILLATION_SLACK: f64 = -1.675_188_918_926_472_4;
-/// K of the first row of the §5.2 table.
+/// K of the first row of [`G2_TABLE`].
 pub const G2_K: f64 = 10_566_370.0;
 /// P(stated bound fails) there.
 pub const G2_P: f64 = 0.90366;
@@ -52,7 +53,7 @@ pub fn w1_sequence() -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The constant sequence of spec §5.1: L₀ ≡ 1, L₁ ≡ 0, T rounds.
+/// The constant sequence that breaks assumption (A) of WAT Theorem 1: L₀ ≡ 1, L₁ ≡ 0, T rounds.
 pub fn constant_sequence(rounds: usize) -> Vec<Vec<f64>> {
     (0..rounds).map(|_| vec![1.0, 0.0]).collect()
 }
@@ -239,8 +240,9 @@ fn g1(cases: usize, seed: u64) -> CheckReport {
     tally.finish()
 }
 
-/// The four rows of the §5.2 table: (δ, n, r, K, P(stated fails)); the first K is the exact
-/// 10,566,370 that the table prints as 1.06·10⁷.
+/// Four cases of the exact counterexample to WAT Theorem 2 as printed (erratum W4), with
+/// P(stated fails) computed independently (mpmath): (δ, n, r, K, P(stated fails)); the first K
+/// is the exact 10,566,370, i.e. 1.06·10⁷ to 3 digits.
 pub const G2_TABLE: [(f64, u32, f64, f64, f64); 4] = [
     (0.9, 500, 0.45, G2_K, 0.9037),
     (0.5, 500, 0.55, 5.33e9, 0.5011),
@@ -252,7 +254,7 @@ fn g2(seed: u64) -> CheckReport {
     let mut tally = Tally::new(
         "G2",
         "WAT Theorem 2 (erratum W4)",
-        "fixed: spec §5.2 table, K = 10566370 (abs 5e-6 on the 5-digit value); \
+        "fixed: 4 exact cases, K = 10566370 (abs 5e-6 on the 5-digit value); \
          formula vs 4000-trial simulation (|z| <= 4)",
     );
     match (
@@ -298,10 +300,10 @@ fn g2(seed: u64) -> CheckReport {
     tally.finish()
 }
 
-/// Samples per class of G3 in `verify` (spec §5.2 part A also has n = 300, left out: in a debug
+/// Samples per class of G3 in `verify` (the full part-A run also has n = 300, left out: in a debug
 /// build it alone would cost about twice the three others together).
 const G3_SAMPLE_SIZES: [usize; 3] = [10, 30, 100];
-/// Confidence levels of G3 (spec §5.2 part A); every trial is checked at both.
+/// Confidence levels of G3 (as in the full part-A run); every trial is checked at both.
 const G3_DELTAS: [f64; 2] = [0.05, 0.5];
 
 /// G3 trials per n: cases/10 (20 at the default 200 cases), at least 1.
@@ -309,9 +311,9 @@ fn g3_trials(cases: usize) -> usize {
     (cases / 10).max(1)
 }
 
-/// G3 sign draws per empirical Rademacher complexity (the spec used 400). Fixed, so that G3's
-/// cost is linear in cases like every other row: with [`g3_trials`] it stays near 2 s of a
-/// debug build at the default 200 cases. The Monte Carlo mean is unbiased; with 40 draws its
+/// G3 sign draws per empirical Rademacher complexity (the full part-A run uses 400). Fixed, so
+/// that G3's cost is linear in cases like every other row: with [`g3_trials`] it stays near 2 s
+/// of a debug build at the default 200 cases. The Monte Carlo mean is unbiased; with 40 draws its
 /// standard error is 10-15% of `R_{S_k}` (about 0.01-0.03 for n = 10..100), an order of
 /// magnitude below the bound's slack (≥ 0.29 at n = 100, δ = 0.5).
 const G3_SIGN_DRAWS: usize = 40;
@@ -320,11 +322,11 @@ fn g3(cases: usize, seed: u64) -> CheckReport {
     let trials = g3_trials(cases);
     let draws = G3_SIGN_DRAWS;
     let hypotheses = format!(
-        "part A (spec §5.2): K=2, d=2, x|y ~ N(y(1,0.5), sigma_y^2 I), sigma=(0.6,1.2); 288 \
+        "part A: K=2, d=2, x|y ~ N(y(1,0.5), sigma_y^2 I), sigma=(0.6,1.2); 288 \
          linear classifiers (72 angles x norms 0.5,1,2,4); robust ramp phi_1(y<w,x> - \
          eps||w||_1), eps=0.1, B=1, exact population risks; n in {{10,30,100}} per class \
          (300 omitted), delta in {{0.05,0.5}} on the same samples; {trials} trials per n \
-         (cases/10), {draws} sign draws (spec 400); a case is (trial, \
+         (cases/10), {draws} sign draws (full run 400); a case is (trial, \
          delta), passing iff neither log(2/delta) nor log(2K/delta) is violated; margin = \
          smaller slack"
     );
@@ -615,7 +617,7 @@ fn w6() -> ErratumReport {
         confirmed,
         format!(
             "the bounds' failure event is 'exists f in F violating', so they hold for every \
-             f in F however it was trained: in the construction of spec 5.2 the union version \
+             f in F however it was trained: in the construction of erratum W4 the union version \
              fails for some f with probability {probs:?} <= delta for (K, n, r, delta) = \
              {grid:?}, including whichever f_j an ERM or TRADES run would output"
         ),

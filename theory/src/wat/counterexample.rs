@@ -1,4 +1,4 @@
-//! The exact counterexample to WAT Theorem 2 as printed (erratum W4, spec §5.2): K classes,
+//! The exact counterexample to WAT Theorem 2 as printed (erratum W4): K classes,
 //! `F = {f_1..f_K}`, f_j has robust loss 1 on a subset of mass r of class j and 0 elsewhere,
 //! n samples per class, B = 1. With `m_k ~ Bin(n, r)` iid the number of class-k samples in
 //! that subset, `R_{S_k}(ℓ̃_F) = g(m_k)/n` with `g(m) = E|σ_1+…+σ_m|/2`, and the bound
@@ -150,7 +150,8 @@ pub fn union_deviation(classes: f64, per_class: u32, delta: f64) -> Result<f64> 
 }
 
 /// Exact probability that the bound `r ≤ m_j/n + 2 max_k g(m_k)/n + deviation` fails for some
-/// f_j in the construction of spec §5.2, i.e. `P(min_j m_j < n r - 2 g(max_k m_k) - n·deviation)`
+/// f_j in the construction of the module docs, i.e.
+/// `P(min_j m_j < n r - 2 g(max_k m_k) - n·deviation)`
 /// for K iid `m_k ~ Bin(n, r)`, from the order statistics:
 /// `Σ_b P(max = b, min ≤ a*(b))` with `P(a < X_k ≤ b ∀k) = P(a < X ≤ b)^K`.
 pub fn failure_probability(classes: f64, per_class: u32, r: f64, deviation: f64) -> Result<f64> {
@@ -228,7 +229,7 @@ pub fn simulate_failure_rate(
 
 /// Per-class miss rate of an exact one-sided Clopper-Pearson upper (1-δ) bound for Bin(n, r):
 /// the bound u(m) (solving `P_u(X ≤ m) = δ`) falls below r iff `P_r(X ≤ m) < δ`, so
-/// `q = max{P_r(X ≤ m) : P_r(X ≤ m) < δ}` (spec §5.2, "max of K bounds").
+/// `q = max{P_r(X ≤ m) : P_r(X ≤ m) < δ}` (the "max of K bounds" example of erratum W4).
 pub fn clopper_pearson_miss_rate(per_class: u32, r: f64, delta: f64) -> Result<f64> {
     validate(1.0, per_class, r, 0.0)?;
     super::check_delta(delta)?;

@@ -1,6 +1,6 @@
 //! Right-hand sides of WAT Theorem 2 (worst-class Rademacher bound) and WAT Theorem 3
 //! (multi-class linear classifiers), as printed (`log(2/δ)`) and with the union bound over the
-//! K classes (`log(2K/δ)`, errata W4/W5), spec §5.2-5.3.
+//! K classes (`log(2K/δ)`, errata W4/W5; WAT appendix, proofs of Theorems 2 and 3).
 
 use rand::rngs::ChaCha8Rng;
 

@@ -1,4 +1,4 @@
-//! Hedge over the K+1 decisions of WAT in **gains** form (WAT eq. (12), spec §5.1), and the
+//! Hedge over the K+1 decisions of WAT in **gains** form (WAT eq. (12), Algorithm 1), and the
 //! linear multiplicative-weights update of Arora-Hazan-Kale 2012 Thm 2.1 that WAT's Lemma 1
 //! actually describes.
 

@@ -1,4 +1,4 @@
-//! WAT (Li & Liu, AAAI 2023): Hedge over the K+1 decisions and the paper's bounds (spec §5).
+//! WAT (Li & Liu, AAAI 2023): Hedge over the K+1 decisions and the paper's bounds (Theorems 1-3).
 //!
 //! * [`hedge`]: Hedge in gains form (eq. (12)) and the linear MW update of Lemma 1.
 //! * [`no_regret`]: Theorem 1, ineq. (18), the corrected forms (T1a)/(T1b), the Lemma-1

@@ -1,14 +1,14 @@
-//! Monte Carlo check of WAT Theorem 2 on the binary Gaussian model (spec §5.2, "Monte Carlo on
-//! the binary Gaussian model (part A)"; spec §7 row G3).
+//! Monte Carlo check of WAT Theorem 2 on a binary Gaussian model ("part A", an experiment of
+//! this project; check G3 of `classwise theory verify`).
 //!
-//! Setup (spec §5.2, part A):
+//! Setup (part A):
 //! * K = 2 classes y ∈ {+1, -1} (index 0 is y = +1, index 1 is y = -1), d = 2,
 //!   `x | y ~ N(y·μ, σ_y² I)` with μ = (1, 0.5), σ₊₁ = 0.6, σ₋₁ = 1.2;
 //! * F: the linear classifiers sign(⟨w, x⟩) with w = r (cos θ, sin θ) on a grid of
 //!   [`SPEC_ANGLES`] = 72 angles θ = 2πj/72 (5° steps) times the [`SPEC_NORMS`] r ∈ {0.5, 1, 2, 4}:
-//!   288 classifiers, as in the spec;
+//!   288 classifiers;
 //! * the robust ramp loss `ℓ̃(w; x, y) = φ₁(y⟨w,x⟩ - ε‖w‖₁)`, ε = 0.1, B = 1, where
-//!   φ₁(t) = 1 for t ≤ 0, 1 - t on (0, 1), 0 for t ≥ 1 (spec §5.3's φ_γ with γ = 1). φ₁ is
+//!   φ₁(t) = 1 for t ≤ 0, 1 - t on (0, 1), 0 for t ≥ 1 (WAT eq. (15)'s φ_γ with γ = 1). φ₁ is
 //!   non-increasing, so the ℓ∞ worst case of a linear classifier is the smallest margin over the
 //!   box, `min_{‖δ‖∞≤ε} y⟨w, x+δ⟩ = y⟨w,x⟩ - ε‖w‖₁`;
 //! * exact population class-wise robust risks from [`expected_ramp`];
@@ -44,12 +44,12 @@ pub const SPEC_EPSILON: f64 = 0.1;
 pub const SPEC_ANGLES: usize = 72;
 /// Norms of the classifier grid: 72 × 4 = 288 classifiers.
 pub const SPEC_NORMS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
-/// Sign draws of the spec's run for each empirical Rademacher complexity.
+/// Sign draws of the full part-A run for each empirical Rademacher complexity.
 pub const SPEC_SIGN_DRAWS: usize = 400;
 /// The loss bound B: φ₁ takes values in [0, 1].
 pub const LOSS_BOUND: f64 = 1.0;
 
-/// The ramp loss φ₁(t): 1 for t ≤ 0, 1 - t on (0, 1), 0 for t ≥ 1 (spec §5.3 with γ = 1).
+/// The ramp loss φ₁(t): 1 for t ≤ 0, 1 - t on (0, 1), 0 for t ≥ 1 (WAT eq. (15) with γ = 1).
 /// NaN maps to NaN.
 pub fn ramp(t: f64) -> f64 {
     if t.is_nan() {
@@ -93,7 +93,7 @@ pub fn expected_ramp(m: f64, s: f64) -> Result<f64> {
     Ok(r.clamp(0.0, 1.0))
 }
 
-/// The part-A model and classifier grid (spec §5.2). [`Setup::spec`] is the spec's setting;
+/// The part-A model and classifier grid. [`Setup::spec`] is the standard part-A setting;
 /// the fields may be changed to explore others (validated by [`PartA::new`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Setup {
@@ -110,7 +110,7 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// The spec's part-A setting: 72 angles × 4 norms = 288 classifiers.
+    /// The standard part-A setting: 72 angles × 4 norms = 288 classifiers.
     pub fn spec() -> Self {
         Setup {
             mean: SPEC_MEAN,
@@ -178,7 +178,7 @@ pub struct Trial {
 }
 
 impl Trial {
-    /// The uniform deviation in units of √(1/(2n)) (the spec's unit).
+    /// The uniform deviation in units of √(1/(2n)) (the unit of the deviation term).
     pub fn deviation_units(&self) -> f64 {
         self.uniform_deviation * (2.0 * self.n as f64).sqrt()
     }
@@ -238,7 +238,7 @@ pub fn standard_normal_pair(rng: &mut ChaCha8Rng) -> (f64, f64) {
 }
 
 impl PartA {
-    /// The spec's part-A setting.
+    /// The standard part-A setting.
     pub fn spec() -> Result<Self> {
         PartA::new(Setup::spec())
     }

@@ -1,6 +1,6 @@
 //! WAT Theorem 1 (the no-regret bound of Hedge on the validation losses), its proof steps
 //! (17)-(19), the corrected unconditional forms (T1a)/(T1b), and the Lemma-1 oscillation
-//! (spec §5.1).
+//! (WAT appendix, proof of Theorem 1).
 
 use super::hedge::{Hedge, LinearWeights};
 use crate::error::{Result, TheoryError, require};
@@ -188,7 +188,7 @@ pub fn t1b_rhs(losses: &[Vec<f64>], eta: f64) -> Result<f64> {
 }
 
 /// Slacks of WAT Lemma 1 as printed (gain form of AHK Thm 2.1) on the oscillation sequence of
-/// spec §5.1, against comparator 0.
+/// [`lemma1_oscillation`], against comparator 0.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lemma1Oscillation {
     /// `Σ_t p^t·C^t - (Σ_t C_0^t - η Σ_t |C_0^t| - ln 2/η)` for Hedge (negative: Lemma 1 fails).
@@ -197,8 +197,9 @@ pub struct Lemma1Oscillation {
     pub linear_slack: f64,
 }
 
-/// WAT Lemma 1 counterexample (spec §5.1): two decisions, `C_0 ≡ 0` and `C_1 = +1` when its
-/// running sum is 0, else `-1`. Requires `0 < η ≤ 1/2` (Lemma 1's hypothesis) and `T ≥ 1`.
+/// WAT Lemma 1 counterexample (with signed costs Hedge violates it): two decisions, `C_0 ≡ 0`
+/// and `C_1 = +1` when its running sum is 0, else `-1`. Requires `0 < η ≤ 1/2` (Lemma 1's
+/// hypothesis) and `T ≥ 1`.
 pub fn lemma1_oscillation(eta: f64, rounds: usize) -> Result<Lemma1Oscillation> {
     require("eta", eta, eta > 0.0 && eta <= 0.5, "0 < eta <= 1/2")?;
     if rounds == 0 {

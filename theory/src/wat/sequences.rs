@@ -1,5 +1,5 @@
 //! Loss sequences (T rounds × (K+1) decisions, values in [0, 1]) used to exercise WAT
-//! Theorem 1 (spec §5.1 "Simulation"): uniform, Bernoulli, near-constant, training-curve-like
+//! Theorem 1 in simulation: uniform, Bernoulli, near-constant, training-curve-like
 //! and an adaptive adversary against Hedge.
 
 use rand::RngExt;
@@ -8,7 +8,7 @@ use rand::rngs::ChaCha8Rng;
 use super::hedge::Hedge;
 use crate::error::{Result, require};
 
-/// The families of loss sequences of spec §5.1.
+/// The families of loss sequences used to exercise WAT Theorem 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SequenceKind {
     /// iid U[0, 1].

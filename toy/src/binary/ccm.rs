@@ -1,7 +1,7 @@
 //! CFA's class-wise calibrated margin (CCM, CFA eq. (6)) on CFA's own binary model: toy
 //! adversarial training where each class is perturbed with its own budget
 //! ε_y = (λ₁ + t_y)·ε, t_y being the class's train robust accuracy of the previous epoch
-//! (CFA Algorithm 1, spec §3.1/§3.3), next to the same training with one budget for both classes.
+//! (CFA §4.1, Algorithm 1), next to the same training with one budget for both classes.
 //!
 //! An "epoch" refits w exactly ([`super::fit::maximise_accuracy`] on the class-average
 //! empirical robust accuracy, each class perturbed with its budget) and then measures t_y on the

@@ -11,7 +11,7 @@
 //!
 //! Nothing here uses the closed forms to *produce* a simulated number: the closed forms only
 //! appear next to the estimates for comparison, so the simulations are an independent check of
-//! the theory (theory spec T12).
+//! the theory (check T12, `toy/tests/binary.rs`).
 
 pub mod ccm;
 pub mod fit;

@@ -32,7 +32,7 @@ impl LinearClassifier {
 
     /// The exact worst case of the margin over the ℓ∞ ball of radius ε (CFA definition (4)):
     /// the margin is linear in δ with gradient y·c, so its minimum over ‖δ‖∞ ≤ ε is attained at
-    /// the vertex δ_j = −ε·y·sign(c_j) (theory spec §1.1). The paper's adversary (App. B.1)
+    /// the vertex δ_j = −ε·y·sign(c_j). The paper's adversary (App. B.1)
     /// pins x₁ (δ₁ = 0); the full adversary moves every coordinate. Writes x + δ into `out`.
     pub fn worst_case_into(&self, x: &[f64], y: f64, eps: f64, adv: Adversary, out: &mut [f64]) {
         let first = match adv {

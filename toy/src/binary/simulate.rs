@@ -27,7 +27,7 @@ impl Estimate {
         }
     }
 
-    /// z = (mean − p)/√(p(1−p)/N) against a hypothesised probability p (theory spec T12). When
+    /// z = (mean − p)/√(p(1−p)/N) against a hypothesised probability p (check T12). When
     /// p is 0 or 1 the estimate must equal it exactly: z is 0 if it does, ±∞ otherwise.
     pub fn z_against(&self, p: f64, n: u64) -> f64 {
         let sd = (p * (1.0 - p) / n as f64).sqrt();

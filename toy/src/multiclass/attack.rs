@@ -1,6 +1,7 @@
 //! ℓ∞ attacks on the linear softmax model: the exact worst case (robust correctness in closed
-//! form) and PGD with per-sample budgets (spec §1.3, §1.4, §3.4), plus FAT's early-stopped PGD
-//! (spec §2, CFA-repo variant).
+//! form) and PGD with per-sample budgets (as `cw_attack_pgd` and `cw_trades_loss` in
+//! `PKU-ML/CFA:attack.py`), plus FAT's early-stopped PGD (`fat_loss` there, the CFA-repo
+//! variant).
 //!
 //! Features are real-valued, so there is no clipping to [0, 1]: the feasible set is the box
 //! ‖δ‖∞ ≤ ε_i.
@@ -139,7 +140,8 @@ fn check_attack(
     config.validate("attack.step_size")
 }
 
-/// PGD settings: number of steps and the (unscaled, spec §3.4) step size α.
+/// PGD settings: number of steps and the step size α (not scaled per class, as in
+/// `PKU-ML/CFA:attack.py`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PgdConfig {
     pub steps: usize,
@@ -156,13 +158,13 @@ impl PgdConfig {
 /// The loss PGD ascends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AttackLoss {
-    /// CE(f(x'), y), uniform start in [−ε_i, ε_i] (Madry, spec §1.3).
+    /// CE(f(x'), y), uniform start in [−ε_i, ε_i] (Madry; `cw_attack_pgd` in the CFA code).
     CrossEntropy,
-    /// KL(p(x) ‖ p(x')), start x + 0.001·N(0, I) (TRADES, spec §1.4).
+    /// KL(p(x) ‖ p(x')), start x + 0.001·N(0, I) (TRADES, `yaodongyu/TRADES:trades.py`).
     TradesKl,
 }
 
-/// ℓ∞ PGD on one sample with its own budget `epsilon` (= ε_{y_i}, CFA §3.4): the start and the
+/// ℓ∞ PGD on one sample with its own budget `epsilon` (= ε_{y_i}, CFA eq. (6)): the start and the
 /// projection use `epsilon`, the step size is not scaled. Each step is
 /// x' ← Π_{‖x'−x‖∞≤ε}(x' + α·sign(∇_{x'} L)), with sign(0) = 0 as in `torch.sign`.
 pub fn pgd(
@@ -192,11 +194,11 @@ pub fn pgd(
     Ok(adv)
 }
 
-/// FAT's early-stopped PGD (Zhang et al. 2020; spec §2, **CFA-repo variant**): each sample gets
-/// a budget `control = τ`; before each of at most `steps` CE steps, a sample whose budget is
-/// 0 is frozen (whatever its prediction; the CFA repo's rule), a misclassified sample has its
-/// budget decremented and steps on, a correct sample steps on. Uniform start, per-sample ε, no ω
-/// noise. Returns the friendly example.
+/// FAT's early-stopped PGD (Zhang et al. 2020; **CFA-repo variant**, `fat_loss` in
+/// `PKU-ML/CFA:attack.py`): each sample gets a budget `control = τ`; before each of at most
+/// `steps` CE steps, a sample whose budget is 0 is frozen (whatever its prediction; the CFA
+/// repo's rule), a misclassified sample has its budget decremented and steps on, a correct
+/// sample steps on. Uniform start, per-sample ε, no ω noise. Returns the friendly example.
 pub fn fat_pgd(
     model: &Linear,
     x: &[f64],

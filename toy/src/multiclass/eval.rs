@@ -21,7 +21,7 @@ pub struct ClassEval {
 }
 
 impl ClassEval {
-    /// FRL/BAT standard, boundary and robust errors (spec §1.8).
+    /// FRL/BAT standard, boundary and robust errors (BAT Table 1).
     pub fn errors(&self, labels: &[usize]) -> Result<ClassErrors> {
         Ok(class_errors(
             &self.clean_flags,
@@ -50,7 +50,8 @@ pub fn evaluate(model: &Linear, data: &Dataset, epsilon: f64) -> Result<ClassEva
 }
 
 /// Per-class sums of the clean CE and of KL(p(x) ‖ p(x')) under the TRADES KL-PGD attack at
-/// `epsilon` (the ingredients of WAT's validation cost, spec §4).
+/// `epsilon` (the ingredients of WAT's validation cost, `validate` in
+/// `boqili/WAT:worst_class_adversarial_train.py`).
 pub fn trades_loss_sums(
     model: &Linear,
     data: &Dataset,

@@ -1,5 +1,6 @@
-//! Base training losses (spec §2) with class-wise weights: the single place where the per-sample
-//! loss and its gradient are defined, so every class-wise rule composes with every base.
+//! Base training losses (CFA eqs. (1)-(3), FAT) with class-wise weights: the single place where
+//! the per-sample loss and its gradient are defined, so every class-wise rule composes with every
+//! base.
 //!
 //! With class weights u_y (`natural_weight`) and v_y (`boundary_weight`) from an
 //! [`EpochPlan`](super::rule::EpochPlan), the per-sample loss is
@@ -23,11 +24,12 @@ use crate::error::{Result, require, require_count};
 pub enum Base {
     /// Standard training on clean inputs.
     Natural,
-    /// Madry PGD-AT: CE on CE-PGD examples (spec §1.3).
+    /// Madry PGD-AT: CE on CE-PGD examples (CFA eqs. (1)-(2)).
     PgdAt,
-    /// TRADES with trade-off β (spec §2; β = 6 in CFA and WAT).
+    /// TRADES with trade-off β (CFA eq. (3); β = 6 in CFA and WAT).
     Trades { beta: f64 },
-    /// Friendly AT: CE on early-stopped PGD examples with budget τ (spec §2; τ = 3 in CFA).
+    /// Friendly AT: CE on early-stopped PGD examples with budget τ (Zhang et al. 2020; τ = 3 in
+    /// `PKU-ML/CFA:train.py`).
     Fat { tau: usize },
 }
 
@@ -69,7 +71,7 @@ impl Base {
     }
 
     /// The training input the loss is evaluated on besides x: x' for the adversarial bases
-    /// (per-sample budget `epsilon`, spec §3.4), x itself for `Natural`.
+    /// (per-sample budget `epsilon`, CFA eq. (6)), x itself for `Natural`.
     pub fn training_input(
         &self,
         model: &Linear,

@@ -200,9 +200,9 @@ pub fn cross_entropy(z: &[f64], y: usize) -> LossGrad {
     }
 }
 
-/// KL(p‖q) = Σ_c p_c (log p_c − log q_c) with p = softmax(z), q = softmax(z') (spec §1.4), and
-/// its gradients with respect to **both** logit vectors (TRADES does not detach the clean
-/// distribution, spec §2):
+/// KL(p‖q) = Σ_c p_c (log p_c − log q_c) with p = softmax(z), q = softmax(z') (CFA eq. (3)),
+/// and its gradients with respect to **both** logit vectors (TRADES does not detach the clean
+/// distribution; see `trades_loss` in `yaodongyu/TRADES:trades.py`):
 ///
 /// * ∂KL/∂z_c = p_c·[(log p_c − log q_c) − KL];
 /// * ∂KL/∂z'_c = q_c − p_c.

@@ -21,7 +21,7 @@ use crate::error::{Result, ToyError, require};
 /// The per-class training configuration of one epoch.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EpochPlan {
-    /// Per-class training budget ε_k (sample i is attacked with ε_{y_i}, CFA §3.4).
+    /// Per-class training budget ε_k (sample i is attacked with ε_{y_i}, CFA eq. (6)).
     pub epsilon: Vec<f64>,
     /// Per-class TRADES β_k in force (TRADES base only).
     pub beta: Option<Vec<f64>>,
@@ -37,7 +37,8 @@ pub struct EpochPlan {
 #[derive(Debug, Clone, Copy)]
 pub struct EpochObservation<'a> {
     /// t_k: class-k robust accuracy on the epoch's own adversarial training examples, counted
-    /// on the fly before each optimiser step, with per-class denominators (CFA, spec §3.3).
+    /// on the fly before each optimiser step, with per-class denominators (CFA §4.1;
+    /// `PKU-ML/CFA:train.py`).
     pub train_robust: &'a [f64],
     /// Class-wise standard / boundary errors on the validation set at the plain ε (FRL).
     pub val_errors: &'a ClassErrors,
@@ -113,7 +114,7 @@ pub struct WatSettings {
     pub eta: f64,
 }
 
-/// FRL (Xu et al. 2021) hyper-parameters (spec §5).
+/// FRL (Xu et al. 2021) hyper-parameters (`hannxu123/fair_robust`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FrlSettings {
     /// Reweight + Remargin (true) or Reweight only.
@@ -185,8 +186,8 @@ pub fn build_rule(rule: &Rule, ctx: RuleContext) -> Result<Box<dyn ClassRule>> {
 }
 
 /// (u, v) of the base loss for a class with TRADES β_k: CFA eq. (8)'s 1/(1 + β_k) and
-/// β_k/(1 + β_k) for TRADES (the reference code scales vanilla TRADES by 1/(1 + β) too, spec
-/// §3.2), (1, 0) for the other bases.
+/// β_k/(1 + β_k) for TRADES (the reference code scales vanilla TRADES by 1/(1 + β) too,
+/// `PKU-ML/CFA:train.py`), (1, 0) for the other bases.
 fn base_weights(base: &Base, beta_k: f64) -> (f64, f64) {
     match base {
         Base::Trades { .. } => (1.0 / (1.0 + beta_k), beta_k / (1.0 + beta_k)),
@@ -240,7 +241,8 @@ impl ClassRule for Uniform {
 }
 
 /// CFA's CCM (eq. 6) and CCR (eq. 7–8) driven by the previous epoch's train robust accuracy
-/// (spec §3.3, §3.6). FAWA is run by the epoch loop (it acts on the model, not on the loss).
+/// (CFA §4.1-4.2; the epoch loop of `PKU-ML/CFA:train.py`). FAWA is run by the epoch loop (it
+/// acts on the model, not on the loss).
 struct Cfa {
     ctx: RuleContext,
     config: CfaConfig,
@@ -299,7 +301,8 @@ impl ClassRule for Cfa {
 }
 
 /// WAT: Hedge over the K class losses and the average loss on the validation costs (WAT eq.
-/// (12), reference-code normalisation, spec §4), updated once per epoch.
+/// (12), normalisation of `boqili/WAT:worst_class_adversarial_train.py`), updated once per
+/// epoch.
 ///
 /// Sample i is weighted by s_{y_i} = w_{y_i} + w_K ([`wat_sample_weight`]). **Toy choice:** the
 /// s_k are rescaled to class-mean 1, so the loss scale (and hence the effective learning rate)
@@ -340,7 +343,8 @@ impl ClassRule for Wat {
     }
 }
 
-/// FRL: Lagrange multipliers on the validation standard and boundary errors (spec §5), turned
+/// FRL: Lagrange multipliers on the validation standard and boundary errors (`frl_train` in
+/// `hannxu123/fair_robust:utils_frl.py`), turned
 /// into class weights of the CE and KL terms and (remargin) ε multipliers.
 ///
 /// **Toy choices:** the reference code normalises the weights per batch (Σ_i w_{y_i}·CE_i /
@@ -395,8 +399,8 @@ impl ClassRule for Frl {
             .iter()
             .map(|m| m * self.ctx.epsilon)
             .collect();
-        // RWRM's step is max_i ε_i / 4 (spec §5 step 5), never below the configured step; RW
-        // keeps the configured step.
+        // RWRM's step is max_i ε_i / 4 (`trades_adv` in `hannxu123/fair_robust:utils_frl2.py`),
+        // never below the configured step; RW keeps the configured step.
         let step_size = if self.settings.remargin {
             epsilon
                 .iter()

@@ -108,7 +108,7 @@ impl fmt::Display for Method {
     }
 }
 
-/// FAWA settings (CFA Sec. 4.3, spec §3.5), scaled to the toy's epoch count.
+/// FAWA settings (CFA Sec. 4.3, `PKU-ML/CFA:train.py`), scaled to the toy's epoch count.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FawaSettings {
     /// Decay α (0.85 in the paper).
@@ -136,9 +136,10 @@ pub struct RunConfig {
     pub init_scale: f64,
     /// The threat model's ε (evaluation, and training before any class-wise calibration).
     pub epsilon: f64,
-    /// Training attack (step size not scaled per class, CFA §3.4).
+    /// Training attack (step size not scaled per class, as in `PKU-ML/CFA:attack.py`).
     pub attack: PgdConfig,
-    /// The TRADES KL attack of the validation costs (WAT, spec §4).
+    /// The TRADES KL attack of the validation costs (WAT; `validate` in
+    /// `boqili/WAT:worst_class_adversarial_train.py`).
     pub cost_attack: PgdConfig,
     /// β of the validation TRADES cost (WAT's costs and its model-selection rule).
     pub cost_beta: f64,
@@ -346,7 +347,7 @@ pub struct EpochRecord {
     /// The class-wise plan in force this epoch (ε_k, β_k, loss weights, step size).
     pub plan: EpochPlan,
     pub train_loss: f64,
-    /// t_k counted on the fly on this epoch's training inputs (spec §3.3).
+    /// t_k counted on the fly on this epoch's training inputs (as in `PKU-ML/CFA:train.py`).
     pub train_robust: Vec<f64>,
     pub val_clean: Vec<f64>,
     pub val_robust: Vec<f64>,

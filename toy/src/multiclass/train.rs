@@ -1,6 +1,6 @@
-//! One training epoch: seeded shuffle, mini-batch SGD with momentum (PyTorch's form, weight
-//! decay on every parameter, spec §1.6), the base loss weighted by the epoch's class-wise plan,
-//! and the on-the-fly count of CFA's t_k (spec §3.3).
+//! One training epoch: seeded shuffle, mini-batch SGD with momentum (PyTorch's `torch.optim.SGD`,
+//! weight decay on every parameter, as in `PKU-ML/CFA:train.py`), the base loss weighted by the
+//! epoch's class-wise plan, and the on-the-fly count of CFA's t_k (`PKU-ML/CFA:train.py`).
 
 use classwise_theory::metrics::ClassTally;
 use rand::rngs::ChaCha8Rng;

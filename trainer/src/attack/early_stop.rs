@@ -1,5 +1,5 @@
-//! Early-stopped PGD: FAT's friendly adversarial examples (Zhang et al. 2020; algorithms spec §2)
-//! and BAT's boundary pairs (spec §7).
+//! Early-stopped PGD: FAT's friendly adversarial examples (Zhang et al. 2020) and BAT's boundary
+//! pairs (BAT Algorithm 1).
 //!
 //! Before each of at most `steps` ascent steps the batch is classified at the current iterate.
 //! Each sample has a budget `control` = τ of steps it may still take once misclassified:
@@ -9,14 +9,14 @@
 //!   sample steps.
 //! * [`EarlyStopVariant::CfaRepo`] (`PKU-ML/CFA` `fat_loss`): a sample steps iff its budget is
 //!   positive, and spends one when misclassified; a sample whose budget reached 0 never steps
-//!   again, whatever its prediction (spec §13.18).
+//!   again, whatever its prediction.
 //!
 //! BAT is τ = 0 with the original rule and the TRADES KL loss: a sample stops at its first
 //! misclassification. Every run also returns the **boundary pair**: `last_correct` (x_c, the last
 //! iterate classified correctly at a check that was followed by a step) and `first_wrong` (x_a,
 //! the iterate that step produced). A sample misclassified at its start keeps x_c = x_a = x; a
 //! sample never misclassified ends with x_c = the iterate after `steps − 1` steps and x_a = after
-//! `steps` (spec §7, §13.19).
+//! `steps` (BAT Algorithm 1, lines 3-14).
 
 use serde::{Deserialize, Serialize};
 use tch::nn::ModuleT;
@@ -75,7 +75,8 @@ impl EarlyStoppedPgd {
     }
 
     /// BAT's boundary examples: TRADES KL from x + 0.001·N(0, I), stop at the first
-    /// misclassification (spec §7; ξ = 0.001 is inferred there).
+    /// misclassification (BAT Algorithm 1; the paper gives no ξ, 0.001 is inferred from the
+    /// TRADES start).
     pub fn bat(steps: usize, step: f64) -> Self {
         EarlyStoppedPgd {
             steps,

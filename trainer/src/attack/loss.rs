@@ -1,6 +1,7 @@
-//! The losses attacks ascend (algorithms spec §1.3-§1.5, §8). Each is **summed** over the batch:
-//! the sign of the input gradient is then independent of the batch size and tiny per-sample
-//! gradients are not divided by N (AutoAttack does the same, spec §13.20).
+//! The losses attacks ascend (PGD, TRADES, CW∞, Tian et al.'s Temperature-PGD). Each is
+//! **summed** over the batch: the sign of the input gradient is then independent of the batch
+//! size and tiny per-sample gradients are not divided by N (AutoAttack does the same,
+//! `fra31/auto-attack:autoattack/autopgd_base.py`).
 
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
@@ -9,16 +10,16 @@ use tch::{Kind, Tensor};
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum AttackLoss {
-    /// Σ_i CE(f(x'_i), y_i) (Madry PGD, spec §1.3).
+    /// Σ_i CE(f(x'_i), y_i) (Madry PGD, CFA eqs. (1)-(2)).
     CrossEntropy,
     /// Σ_i KL(p(x_i) ‖ p(x'_i)) with p(x) the clean softmax, fixed during the attack (TRADES
-    /// inner maximisation, spec §1.4).
+    /// inner maximisation, `yaodongyu/TRADES:trades.py`).
     TradesKl,
     /// Carlini-Wagner ℓ∞ margin, −Σ_i max(z_y − max_{j≠y} z_j + κ, 0); κ = 50 in WAT and FAT
-    /// (spec §1.5).
+    /// (`cwloss` in `boqili/WAT:attack_generator.py`).
     CwMargin { kappa: f64 },
     /// Σ_i CE(softmax(z_i / T), y_i) with `inv_t` = 1/T > 1 sharpening the softmax
-    /// (Tian et al.'s Temperature-PGD, spec §8); accuracy still uses the plain argmax.
+    /// (Tian et al.'s Temperature-PGD, Tian §5); accuracy still uses the plain argmax.
     Temperature { inv_t: f64 },
 }
 
@@ -50,7 +51,7 @@ impl AttackLoss {
             },
             AttackLoss::CwMargin { kappa } => {
                 let correct = z.gather(1, &y.unsqueeze(1), false).squeeze_dim(1);
-                // The largest wrong logit: the true entry replaced by −10⁴ (spec §1.5).
+                // The largest wrong logit: the true entry replaced by −10⁴ (as WAT's `cwloss`).
                 let others = z.scatter_value(1, &y.unsqueeze(1), -1e4);
                 let best_other = others.amax(1, false);
                 -(correct - best_other + kappa)

@@ -1,14 +1,18 @@
-//! ℓ∞ attacks (algorithms spec §1.3-§1.5, §2 FAT, §7 BAT, §8 Temperature-PGD).
+//! ℓ∞ attacks (PGD, TRADES, CW∞, FAT's and BAT's early-stopped PGD, Tian et al.'s
+//! Temperature-PGD).
 //!
 //! Conventions shared by every attack:
-//! * inputs are images in [0, 1] (normalisation, if any, is the model's first layer, spec §1.1
-//!   and §13.2), and outputs stay in [0, 1] and in the ball ‖x' − x‖∞ ≤ ε_i;
+//! * inputs are images in [0, 1] (normalisation, if any, is the model's first layer, as
+//!   AutoAttack expects, fra31/auto-attack#55), and outputs stay in [0, 1] and in the ball
+//!   ‖x' − x‖∞ ≤ ε_i;
 //! * the budget is **per sample**: a [`Budget`] holds one ε_i per row, so class-wise budgets
 //!   (CFA's ε_{y_i}, FRL's remargin) need no special code; the step size is not scaled by ε_i
-//!   unless the attack says so ([`StepSize`], spec §3.4 and §13.5);
+//!   unless the attack says so ([`StepSize`]; CFA's `cw_attack_pgd` keeps α, FRL-RWRM uses
+//!   max_i ε_i/4);
 //! * the caller chooses the model's mode (`train` is passed to
 //!   [`tch::nn::ModuleT::forward_t`]): CFA's AT and FAT attacks run in train mode, the
-//!   TRADES family and every evaluation in eval mode (spec §1.3, §13.3);
+//!   TRADES family and every evaluation in eval mode (as `PKU-ML/CFA:train.py` and
+//!   `yaodongyu/TRADES:trades.py` do);
 //! * only the input receives gradients: the loss is differentiated with
 //!   `torch.autograd.grad`-style [`tch::Tensor::run_backward`] with respect to x' alone, so no
 //!   parameter `.grad` is touched;
@@ -190,8 +194,9 @@ pub(crate) fn row_shape(ndim: usize) -> Vec<i64> {
     s
 }
 
-/// Π: projects x' onto {‖x' − x‖∞ ≤ ε_i} ∩ [0, 1] (spec §1.3: ascent, then projection, then
-/// clipping; the two commute here because the ball is a box intersected with a box).
+/// Π: projects x' onto {‖x' − x‖∞ ≤ ε_i} ∩ [0, 1] (the reference codes' order: ascent, then
+/// projection, then clipping; the two commute here because the ball is a box intersected with a
+/// box).
 pub(crate) fn project(x_adv: &Tensor, x: &Tensor, eps: &Tensor) -> Tensor {
     x_adv
         .maximum(&(x - eps))

@@ -1,4 +1,4 @@
-//! Projected gradient ascent in the ℓ∞ ball (Madry et al.; algorithms spec §1.3, §1.4):
+//! Projected gradient ascent in the ℓ∞ ball (Madry et al.; CFA eq. (2)):
 //!
 //! ```text
 //! x' ← start(x)
@@ -19,7 +19,8 @@ use crate::error::{Result, invalid};
 pub enum Start {
     /// x' = x.
     None,
-    /// x' = Clip01(x + U(−ε_i, ε_i)) elementwise (Madry; scaled by the per-sample ε, spec §13.4).
+    /// x' = Clip01(x + U(−ε_i, ε_i)) elementwise (Madry; scaled by the per-sample ε, as
+    /// `cw_attack_pgd` in `PKU-ML/CFA:attack.py`).
     Uniform,
     /// x' = x + std·N(0, I), **not** clipped before the first step (TRADES: std = 0.001).
     Normal { std: f64 },
@@ -29,7 +30,7 @@ pub enum Start {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "value")]
 pub enum StepSize {
-    /// The same α for every sample whatever its ε_i (CFA: 2/255, spec §3.4).
+    /// The same α for every sample whatever its ε_i (CFA: 2/255, `PKU-ML/CFA:attack.py`).
     Absolute(f64),
     /// α_i = f·ε_i (e.g. FAT's CW step ε/4; FGSM is one step with f = 1).
     FractionOfEps(f64),
@@ -77,7 +78,7 @@ impl Pgd {
         }
     }
 
-    /// The TRADES inner maximisation: KL from x + 0.001·N(0, I) (spec §1.4).
+    /// The TRADES inner maximisation: KL from x + 0.001·N(0, I) (`yaodongyu/TRADES:trades.py`).
     pub fn trades(steps: usize, step: f64) -> Self {
         Pgd {
             steps,
@@ -87,7 +88,8 @@ impl Pgd {
         }
     }
 
-    /// CW∞: PGD on the margin loss with κ = 50 (WAT: 30 steps of 0.003, spec §1.5).
+    /// CW∞: PGD on the margin loss with κ = 50 (WAT: 30 steps of 0.003,
+    /// `boqili/WAT:worst_class_adversarial_train.py`).
     pub fn cw(steps: usize, step: f64) -> Self {
         Pgd {
             steps,
@@ -97,7 +99,7 @@ impl Pgd {
         }
     }
 
-    /// Tian et al.'s Temperature-PGD: CE on z/T with 1/T = `inv_t` (spec §8).
+    /// Tian et al.'s Temperature-PGD: CE on z/T with 1/T = `inv_t` (Tian §5, Table 3).
     pub fn temperature(steps: usize, step: f64, inv_t: f64) -> Self {
         Pgd {
             steps,

@@ -1,7 +1,7 @@
-//! Training augmentation (spec §1.6 "Augmentation"): random crop with padding, then horizontal
-//! flip, as torchvision's `RandomCrop(32, padding=4)` + `RandomHorizontalFlip()`. CFA pads in
-//! reflect mode; WAT, FRL, TRADES and FAT pad with zeros. Validation and test sets are never
-//! augmented.
+//! Training augmentation (`PKU-ML/CFA:utils.py`, `boqili/WAT:data_loader.py`): random crop with
+//! padding, then horizontal flip, as torchvision's `RandomCrop(32, padding=4)` +
+//! `RandomHorizontalFlip()`. CFA pads in reflect mode; WAT, FRL, TRADES and FAT pad with zeros.
+//! Validation and test sets are never augmented.
 //!
 //! The random choices are drawn on the CPU from a [`ChaCha8Rng`] the caller owns (so a run can
 //! save and restore it), per image in batch order: the crop's row offset, its column offset,

@@ -1,5 +1,5 @@
-//! A cache of decoded images (ecosystem spec, `image`: decode Tiny-ImageNet's JPEGs once into a
-//! `u8` tensor rather than every epoch).
+//! A cache of decoded images (Tiny-ImageNet's JPEGs are decoded once into a `u8` tensor rather
+//! than every epoch).
 //!
 //! Format (little-endian): the 8 bytes `CWU8CACH`, a `u32` version, the `u64` fingerprint of the
 //! source files, N, C, H, W as `u64`, then the N×C×H×W pixel bytes. The file is written to a

@@ -6,8 +6,8 @@
 //! are copied as they are. CIFAR-10 has one label byte per record, 10,000 records per file
 //! (`data_batch_1.bin`..`data_batch_5.bin`, `test_batch.bin`); CIFAR-100 has a coarse (20
 //! superclasses) and a fine (100 classes) label byte, 50,000 records in `train.bin` and 10,000 in
-//! `test.bin`. Spec §1.6: the test set is always the full 10k set; the splits of the training
-//! set are made by [`super::split`].
+//! `test.bin`. As in every reference code, the test set is the full 10k set; the splits of the
+//! training set are made by [`super::split`].
 
 use std::path::Path;
 

@@ -1,5 +1,6 @@
-//! An image classification data set held in memory as `u8` (spec §1.1: images are fed to the
-//! model in [0,1]; the conversion happens per batch, on the batch's device).
+//! An image classification data set held in memory as `u8` (images are fed to the model in
+//! [0,1], as torchvision's `ToTensor` in the reference codes; the conversion happens per batch,
+//! on the batch's device).
 
 use std::path::PathBuf;
 

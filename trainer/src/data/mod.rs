@@ -1,12 +1,14 @@
 //! Data sets: where they are, whether they are intact, and loading them (issue 6, item 1).
 //!
 //! - [`Dataset`]: `u8` images N×C×H×W and `i64` labels in memory; batches become `f32` in [0,1]
-//!   on their device (spec §1.1; mean/std normalisation belongs to the model).
+//!   on their device (as `ToTensor` in the reference codes; mean/std normalisation belongs to
+//!   the model).
 //! - Loaders of the real on-disk formats: [`cifar`] (CIFAR-10/100 binary), [`idx`]
 //!   ((Fashion-)MNIST, gzipped or not), [`tiny_imagenet`] (JPEGs, decoded once and cached), and
 //!   the seeded [`synthetic`] set. Each checks magic numbers, record sizes, counts and label
 //!   ranges and names the file and byte offset (or line) of the first problem.
-//! - [`split`]: per-class validation splits (spec §1.6); [`augment`]: random crop and flip.
+//! - [`split`]: per-class validation splits (CFA's and WAT's rules); [`augment`]: random crop
+//!   and flip.
 //! - [`DataSource`] names a data set in a config; [`load`] finds and reads it.
 
 pub mod augment;

@@ -1,4 +1,5 @@
-//! Deterministic per-class validation splits (spec §1.6 "Splits", §13 item 14).
+//! Deterministic per-class validation splits (`PKU-ML/CFA:generate_validation.py`,
+//! `boqili/WAT:data_loader.py`).
 //!
 //! - CFA: the **first** 100 images of each CIFAR-10 class (first 25 for CIFAR-100), in dataset
 //!   order: `SplitSpec { rule: First, size: PerClass(100) }`.

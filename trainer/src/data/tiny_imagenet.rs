@@ -1,4 +1,4 @@
-//! Tiny-ImageNet-200 (`tiny-imagenet-200/`): 200 classes of 64×64 JPEGs (spec §3.8).
+//! Tiny-ImageNet-200 (`tiny-imagenet-200/`): 200 classes of 64×64 JPEGs (CFA App. C.1).
 //!
 //! - `wnids.txt`: one WordNet id per line; their order defines the class index.
 //! - `words.txt` (optional): `wnid<TAB>synonyms`; the first synonym becomes the class name.

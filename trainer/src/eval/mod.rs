@@ -1,6 +1,7 @@
-//! Class-wise evaluation under attack (algorithms spec §1.7, §1.8): per-class clean and robust
-//! accuracy, average, worst, worst-20%, CV, MCD, standard/boundary/robust errors and the
-//! confusion matrix under attack, with the sanity checks AutoAttack users rely on.
+//! Class-wise evaluation under attack (as in CFA Table 1, WAT Tables 1-5, BAT Table 1 and
+//! Tian et al. §4): per-class clean and robust accuracy, average, worst, worst-20%, CV, MCD,
+//! standard/boundary/robust errors and the confusion matrix under attack, with the sanity checks
+//! AutoAttack users rely on.
 //!
 //! Sanity checks, per batch:
 //! * the robust count is **recomputed** from the stored adversarial batch with a different batch

@@ -1,4 +1,5 @@
-//! Explicit parameter initialisation (algorithms spec §13.17).
+//! Explicit parameter initialisation (that of each reference model, e.g.
+//! `boqili/WAT:models/mnist_cnn.py` and `boqili/WAT:models/wrn_madry.py`).
 //!
 //! tch's layer defaults differ from PyTorch's: tch's conv/linear weights default to
 //! Kaiming-uniform with the ReLU gain (bound √(6/fan_in)) and BatchNorm weights to U(0, 1),

@@ -1,21 +1,22 @@
-//! Models (algorithms spec §10): PreActResNet-18 (with or without the final BN+ReLU),
+//! Models of the reference codes: PreActResNet-18 (with or without the final BN+ReLU),
 //! ResNet-18, WideResNet-depth-widen, TRADES' SmallCNN (1×28×28) and FAT's SmallCNN
 //! (3×32×32), each named by a [`ModelSpec`] that is saved with its weights.
 //!
 //! * A [`Model`] owns its `VarStore` and implements [`tch::nn::ModuleT`]; `forward_t(x, train)`
-//!   takes images in [0, 1] (the optional [`Normalization`] is the model's first layer, spec
-//!   §1.1 and §13.2) and returns logits; `train = true` runs BatchNorm on batch statistics and
-//!   updates its running statistics (and enables SmallCNN's dropout). This is the seam the
-//!   attacks use.
+//!   takes images in [0, 1] (the optional [`Normalization`] is the model's first layer, as CFA
+//!   normalises inside its forward pass, `PKU-ML/CFA:attack.py`) and returns logits;
+//!   `train = true` runs BatchNorm on batch statistics and updates its running statistics (and
+//!   enables SmallCNN's dropout). This is the seam the attacks use.
 //! * Inputs of any spatial size the architecture admits are accepted: the ResNet family pools
 //!   adaptively to 1×1 (identical to the references' `avg_pool2d(4)`/`(8)` at 32×32; on 64×64
 //!   Tiny-ImageNet inputs layer4 of a ResNet is 8×8 and is averaged to 512 features).
-//! * Initialisation is explicit and follows each reference (spec §13.17, [`init`]), and is
+//! * Initialisation is explicit and follows each reference ([`init`]), and is
 //!   deterministic given the seed passed to [`Model::new`] (drawn inside
 //!   [`crate::seed::seeded`]).
 //! * Weights are saved as safetensors with the spec in the metadata ([`Model::save`],
 //!   [`Model::load`]); the whole state, BN running statistics included, is available as named
-//!   tensors for EMA/FAWA weight averaging ([`state`], spec §3.5).
+//!   tensors for EMA/FAWA weight averaging ([`state`]; `weight_average` in `PKU-ML/CFA:utils.py`
+//!   averages the whole state dict).
 //!
 //! Parameter names mirror the reference PyTorch `state_dict`s, so a reference checkpoint
 //! converted with `safetensors.torch.save_file(model.state_dict(), …)` loads with
@@ -56,8 +57,8 @@ pub struct Model {
 }
 
 impl Model {
-    /// Builds the model of `spec` on `device`, initialised as its reference does (spec
-    /// §13.17) from libtorch's generator seeded with `seed` (inside [`crate::seed::seeded`], so
+    /// Builds the model of `spec` on `device`, initialised as its reference does ([`init`])
+    /// from libtorch's generator seeded with `seed` (inside [`crate::seed::seeded`], so
     /// the same seed gives the same weights on the same device whatever other threads do in
     /// `seeded` sections). Fails if the spec is invalid, naming the field.
     pub fn new(spec: &ModelSpec, device: Device, seed: i64) -> Result<Model> {
@@ -137,8 +138,8 @@ impl Model {
         self.vs.trainable_variables()
     }
 
-    /// The number of trainable scalars (BN running statistics excluded), as counted in spec
-    /// §10.
+    /// The number of trainable scalars (BN running statistics excluded), the count that
+    /// `trainer/tests/model.rs` checks against the reference models.
     pub fn num_parameters(&self) -> i64 {
         self.vs
             .trainable_variables()

@@ -1,4 +1,5 @@
-//! The optional first layer x ↦ (x − mean)/std per channel (algorithms spec §1.1, §13.2).
+//! The optional first layer x ↦ (x − mean)/std per channel (as CFA's `normalize_cifar`,
+//! `PKU-ML/CFA:utils.py`).
 //!
 //! CFA normalises inside its forward pass; WAT, FRL, TRADES, FAT and MART feed raw [0, 1]
 //! images. Keeping the normalisation inside the model means every attack perturbs pixels and

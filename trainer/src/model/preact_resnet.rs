@@ -1,5 +1,5 @@
-//! PreActResNet-18 (algorithms spec §10; `PKU-ML/CFA:model.py`, Rice et al.), with a flag for
-//! the final BN+ReLU that FRL's `hannxu123/fair_robust:pre_resnet.py` lacks (spec §13.23).
+//! PreActResNet-18 (`PKU-ML/CFA:model.py`, Rice et al.), with a flag for the final BN+ReLU that
+//! FRL's `hannxu123/fair_robust:pre_resnet.py` lacks.
 //!
 //! Parameter names follow the reference `state_dict`: `conv1`, `layer{1..4}.{0,1}.{bn1,conv1,
 //! bn2,conv2,shortcut.0}`, `bn`, `linear`.

@@ -1,5 +1,5 @@
-//! ResNet-18 with post-activation BasicBlocks (algorithms spec §10;
-//! `boqili/WAT:models/resnet.py`, used by WAT, Tian et al. and BAT).
+//! ResNet-18 with post-activation BasicBlocks (`boqili/WAT:models/resnet.py`, used by WAT,
+//! Tian et al. and BAT).
 //!
 //! Parameter names follow the reference `state_dict`: `conv1`, `bn1`,
 //! `layer{1..4}.{0,1}.{conv1,bn1,conv2,bn2,shortcut.0,shortcut.1}`, `linear`.

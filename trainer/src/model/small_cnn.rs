@@ -1,4 +1,4 @@
-//! TRADES' SmallCNN for 1×28×28 inputs (algorithms spec §10; `boqili/WAT:models/mnist_cnn.py`,
+//! TRADES' SmallCNN for 1×28×28 inputs (`boqili/WAT:models/mnist_cnn.py`,
 //! identical to TRADES `models/small_cnn.py`): 312,202 parameters for K = 10.
 //!
 //! | layer | output (28×28 input) |

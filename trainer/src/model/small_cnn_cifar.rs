@@ -1,4 +1,4 @@
-//! FAT's SmallCNN for 3×32×32 inputs (algorithms spec §10; `boqili/WAT:models/small_cnn.py`):
+//! FAT's SmallCNN for 3×32×32 inputs (`boqili/WAT:models/small_cnn.py`):
 //! 1,639,282 parameters for K = 10. Not the TRADES SmallCNN of [`super::small_cnn`].
 //!
 //! Three blocks of [conv 3×3 (padding 1, bias) → BN → ReLU] × 2 → maxpool 2 with widths 64,

@@ -18,13 +18,13 @@ use crate::error::{Result, invalid};
 /// typos that would allocate absurd layers, far above any data set of the papers.
 const MAX_DIM: usize = 1 << 16;
 
-/// The network family and its shape parameters (algorithms spec §10).
+/// The network family and its shape parameters.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", deny_unknown_fields)]
 pub enum Architecture {
     /// PreActResNet-18 (`PKU-ML/CFA:model.py`, Rice et al.). `final_bn_relu = true` is CFA's
     /// network (BN + ReLU before pooling, 11,172,170 parameters for K = 10); `false` is FRL's
-    /// `hannxu123/fair_robust:pre_resnet.py` (11,171,146), spec §13.23. Defaults to `true`.
+    /// `hannxu123/fair_robust:pre_resnet.py` (11,171,146). Defaults to `true`.
     #[serde(rename = "preact_resnet18")]
     PreActResNet18 {
         #[serde(default = "default_true")]
@@ -35,7 +35,8 @@ pub enum Architecture {
     ResNet18,
     /// WideResNet-`depth`-`widen` of TRADES/WAT (`boqili/WAT:models/wrn_madry.py` with
     /// TRADES' depth convention): (depth − 4)/6 blocks per group. WRN-34-10 (TRADES) and
-    /// Madry's WRN-32-10 are the same network (spec §13.22): both are `depth = 34`.
+    /// Madry's WRN-32-10 (`boqili/WAT:models/wrn_madry.py`) are the same network apart from
+    /// TRADES' unused `sub_block1`: both are `depth = 34`.
     #[serde(rename = "wide_resnet")]
     WideResNet { depth: usize, widen: usize },
     /// TRADES' SmallCNN for 1×28×28 (`boqili/WAT:models/mnist_cnn.py`); any channel count
@@ -94,7 +95,7 @@ impl Architecture {
 }
 
 /// Per-channel mean/std normalisation, applied as the model's first layer so that attacks and
-/// ε live in [0, 1] pixel space (spec §1.1, §13.2).
+/// ε live in [0, 1] pixel space (as CFA's `normalize_cifar` inside the forward pass).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Normalization {
@@ -103,7 +104,7 @@ pub struct Normalization {
 }
 
 impl Normalization {
-    /// The CIFAR-10 statistics CFA uses inside its forward pass (spec §1.1).
+    /// The CIFAR-10 statistics CFA uses inside its forward pass (`PKU-ML/CFA:utils.py`).
     pub fn cifar10() -> Self {
         Normalization {
             mean: vec![0.4914, 0.4822, 0.4465],
@@ -111,7 +112,8 @@ impl Normalization {
         }
     }
 
-    /// The CIFAR-100 statistics defined (but unused) in CFA's `train.py` (spec §1.1).
+    /// The CIFAR-100 statistics defined in `PKU-ML/CFA:utils.py` (but unused by CFA's
+    /// `train.py`).
     pub fn cifar100() -> Self {
         Normalization {
             mean: vec![0.5071, 0.4867, 0.4408],

@@ -1,10 +1,12 @@
-//! A model's whole state as named tensors: parameters **and** BatchNorm running statistics
-//! (algorithms spec §3.5, §13.7), for checkpoints and for EMA/FAWA weight averaging.
+//! A model's whole state as named tensors: parameters **and** BatchNorm running statistics (as
+//! `weight_average` in `PKU-ML/CFA:utils.py` averages them), for checkpoints and for EMA/FAWA
+//! weight averaging.
 //!
 //! tch's BatchNorm keeps `running_mean` and `running_var` (f32) and no `num_batches_tracked`
 //! counter (its momentum is fixed), so every tensor of a model's state is floating-point.
 //! Weight averaging itself is `crate::train::WeightAverage` (it copies, rather than averages,
-//! any non-floating entry, as spec §13.7 requires for integer buffers).
+//! any non-floating entry: averaging an integer buffer such as `num_batches_tracked` is
+//! meaningless).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;

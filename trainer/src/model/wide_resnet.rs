@@ -1,5 +1,5 @@
-//! WideResNet-depth-widen of TRADES/WAT (algorithms spec §10, §13.22;
-//! `boqili/WAT:models/wrn_madry.py`, TRADES `models/wideresnet.py`).
+//! WideResNet-depth-widen of TRADES/WAT (`boqili/WAT:models/wrn_madry.py`,
+//! `yaodongyu/TRADES:models/wideresnet.py`).
 //!
 //! Depth follows TRADES: n = (depth − 4)/6 blocks per group (WRN-34-10: n = 5; WRN-28-10:
 //! n = 4). Madry's WRN-32-10 ((32 − 2)/6 = 5) is the same network as WRN-34-10. TRADES'

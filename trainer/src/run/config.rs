@@ -11,7 +11,8 @@ use crate::model::ModelSpec;
 use crate::train::{LrSchedule, Method, SgdConfig};
 
 /// An ℓ∞ budget in [0, 1] pixel units, written as a number (`0.031`) or an exact ratio
-/// (`"8/255"`, the papers' convention; spec §1.2 warns that 0.031 ≠ 8/255).
+/// (`"8/255"`, the papers' convention; note 0.031 ≠ 8/255 = 0.0313725…, and WAT's code uses
+/// 0.031 where its paper says 8/255).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Eps {
     pub value: f64,
@@ -181,7 +182,7 @@ pub enum BestSplit {
     /// Validation (falls back to test when the run has no validation split).
     #[default]
     Val,
-    /// Test, as CFA's and Rice et al.'s "best checkpoint" protocol does (spec §3.7).
+    /// Test, as CFA's and Rice et al.'s "best checkpoint" protocol does (`PKU-ML/CFA:train.py`).
     Test,
 }
 
@@ -194,7 +195,7 @@ pub struct CheckpointConfig {
     pub best_split: BestSplit,
 }
 
-/// Per-epoch EMA of the whole state (spec §3.5).
+/// Per-epoch EMA of the whole state (CFA's EMA, `PKU-ML/CFA:train.py`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmaConfig {

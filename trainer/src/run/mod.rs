@@ -98,7 +98,7 @@ impl RunDir {
     }
 
     /// The model of a named checkpoint: `last`, `best`, `ema` (the weight average of the last
-    /// epoch, spec §3.5) or a path to model weights.
+    /// epoch, as CFA's EMA) or a path to model weights.
     pub fn load_model(&self, which: &str, device: Device) -> Result<Model> {
         if which != "ema" {
             return Model::load(&self.weights(which)?, device);
@@ -182,7 +182,7 @@ impl SplitLog {
         }
     }
 
-    /// The checkpoint score: avg + worst-class robust accuracy (spec §3.7).
+    /// The checkpoint score: avg + worst-class robust accuracy (CFA §5.1, "Metrics").
     pub fn score(&self) -> f64 {
         self.robust_avg + self.robust_worst
     }
@@ -194,7 +194,7 @@ pub struct EpochLog {
     pub epoch: usize,
     pub lr: f64,
     pub train_loss: f64,
-    /// t_k (spec §3.3).
+    /// t_k (CFA §4.1).
     pub train_robust: Vec<f64>,
     pub plan: ClassPlan,
     pub val: Option<SplitLog>,

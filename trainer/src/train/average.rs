@@ -1,7 +1,7 @@
-//! Per-epoch weight averaging of the **whole state**, BN running statistics included (CFA's EMA
-//! and FAWA, algorithms spec §3.5, §13.7). The decision — keep, copy or average — comes from
-//! `classwise_theory::calibration` (`ema_action`, `fawa_action`); this module applies it to
-//! tensors. Integer buffers are copied, never averaged.
+//! Per-epoch weight averaging of the **whole state**, BN running statistics included (CFA's EMA and
+//! FAWA, CFA §4.3; `weight_average` in `PKU-ML/CFA:utils.py`). The decision — keep, copy or average
+//! — comes from `classwise_theory::calibration` (`ema_action`, `fawa_action`); this module applies
+//! it to tensors. Integer buffers are copied, never averaged.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! One training epoch: for each batch, the objective's loss under the epoch's [`ClassPlan`],
 //! backward, an SGD step; on the fly, the class-wise count of correctly classified training
-//! inputs (CFA's t_k, spec §3.3: the adversarial examples trained on, the logits of the loss
-//! forward, before the update, per-class denominators).
+//! inputs (CFA's t_k, as `PKU-ML/CFA:train.py` counts it: the adversarial examples trained on,
+//! the logits of the loss forward, before the update; here with per-class denominators).
 
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};

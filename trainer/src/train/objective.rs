@@ -1,7 +1,7 @@
-//! Training objectives (algorithms spec §2): natural, PGD-AT and TRADES, with per-class budgets,
+//! Training objectives (CFA eqs. (1)-(3)): natural, PGD-AT and TRADES, with per-class budgets,
 //! β and weights from a [`ClassPlan`]. An objective builds its adversarial examples, returns the
 //! loss to differentiate and the per-sample correctness of the training input it used (CFA's
-//! t_k, spec §3.3).
+//! t_k, CFA §4.1).
 
 use serde::{Deserialize, Serialize};
 use tch::nn::ModuleT;
@@ -33,7 +33,7 @@ pub trait Objective {
     ) -> Result<StepOutput>;
 }
 
-/// How TRADES' two terms are scaled (spec §3.2, §13.8).
+/// How TRADES' two terms are scaled (the TRADES paper vs `trades_loss` in `PKU-ML/CFA:attack.py`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TradesScaling {
@@ -51,14 +51,14 @@ pub enum Method {
     /// Mean weighted CE on clean inputs.
     Natural,
     /// Madry PGD-AT: mean weighted CE on x' from CE-PGD with ε_{y_i}; `attack_train_mode` runs
-    /// the attack with BN in train mode as CFA's code does (spec §1.3).
+    /// the attack with BN in train mode as CFA's code does (`PKU-ML/CFA:train.py`).
     PgdAt {
         attack: Pgd,
         #[serde(default)]
         attack_train_mode: bool,
     },
     /// TRADES: CE(f(x), y) + β_y·KL(p(x) ‖ p(x')), x' from the KL attack in eval mode; the clean
-    /// distribution is not detached (spec §2).
+    /// distribution is not detached (as in `yaodongyu/TRADES:trades.py`).
     Trades { attack: Pgd, scaling: TradesScaling },
 }
 

@@ -1,6 +1,6 @@
-//! SGD with momentum, weight decay and optional Nesterov, in PyTorch's form (algorithms spec
-//! §1.6, §13.16), with state that can be saved and restored (tch's optimiser cannot export its
-//! momentum buffers, and a resumed run must continue bit-identically).
+//! SGD with momentum, weight decay and optional Nesterov, in PyTorch's form (`torch.optim.SGD`, as
+//! every reference code uses it), with state that can be saved and restored (tch's optimiser cannot
+//! export its momentum buffers, and a resumed run must continue bit-identically).
 //!
 //! For each trainable parameter θ with gradient g:
 //!

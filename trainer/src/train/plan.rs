@@ -83,7 +83,7 @@ impl ClassPlan {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassStats {
     /// t_k: correct / total of class k's adversarial training examples, counted on the fly on
-    /// the logits of the loss forward (spec §3.3).
+    /// the logits of the loss forward (as `PKU-ML/CFA:train.py`).
     pub train_robust: Vec<f64>,
     pub val_clean: Vec<f64>,
     pub val_robust: Vec<f64>,

@@ -1,4 +1,5 @@
-//! Piecewise-constant learning-rate schedules (algorithms spec §1.6, §13.15).
+//! Piecewise-constant learning-rate schedules (`lr_schedule` in `PKU-ML/CFA:train.py`,
+//! `adjust_learning_rate` in `boqili/WAT:worst_class_adversarial_train.py`).
 //!
 //! A schedule is a base rate and a list of (first 0-based epoch, rate) pieces. The papers index
 //! epochs differently; the constructors translate each paper's rule into 0-based pieces.
@@ -39,7 +40,8 @@ impl LrSchedule {
     }
 
     /// WAT's rule over `epochs` 1-based epochs: 0.1, 0.01 from epoch 75, 0.001 from 90 and 1e-4
-    /// from 100 ("≥ 100" fires on the last epoch of a 100-epoch run; spec §1.6).
+    /// from 100 ("≥ 100" fires on the last epoch of a 100-epoch run; `adjust_learning_rate` in
+    /// `boqili/WAT:worst_class_adversarial_train.py`).
     pub fn wat(base: f64) -> Self {
         LrSchedule {
             base,

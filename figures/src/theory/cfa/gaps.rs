@@ -1,6 +1,6 @@
-//! CFA Theorem 1 (Sec. 2.3, App. B.2; theory spec §2 and §8 item 5): the class gaps
-//! A₊₁ − A₋₁ = (p₊₁ − p₋₁)P(|T| < w) and R₊₁ − R₋₁ against w for d ∈ {1, 10, 100}, at the
-//! Figure 1 parameters and the evaluation budget ε = 2η, under both adversaries.
+//! CFA Theorem 1 (Sec. 2.3, App. B.2): the class gaps A₊₁ − A₋₁ = (p₊₁ − p₋₁)P(|T| < w) and
+//! R₊₁ − R₋₁ against w for d ∈ {1, 10, 100}, at the Figure 1 parameters and the evaluation
+//! budget ε = 2η, under both adversaries.
 
 use classwise_theory::model::{Adversary, BinaryModel, Class};
 use classwise_theory::theorems::figure1_model;
@@ -85,7 +85,7 @@ impl Figure for Thm1Gaps {
     }
 
     fn reproduces(&self) -> &'static str {
-        "CFA Theorem 1 (Sec. 2.3, eq. (17)); theory spec §2 and §8 item 5"
+        "CFA Theorem 1 (Sec. 2.3, eq. (17))"
     }
 
     fn look_at(&self) -> &'static str {

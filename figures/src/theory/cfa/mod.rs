@@ -1,5 +1,5 @@
-//! Panels of CFA's Theorems 1-4 on the binary Gaussian model (theory spec §8 items 3-7), plus
-//! the small drawing and root-finding helpers they share.
+//! Panels of CFA's Theorems 1-4 on the binary Gaussian model, plus the small drawing and
+//! root-finding helpers they share.
 
 pub mod gaps;
 pub mod sigma;

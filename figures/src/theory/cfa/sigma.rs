@@ -1,6 +1,5 @@
-//! σ-scaling of CFA Theorem 3's maximisers (theory spec §1.6, caveat C3, §3 row "σ ≠ 1" and
-//! row "d", §8 item 7): w*_y = (σ²/(2η))·logit(p_y) against σ², one curve per d; the curves
-//! for different d coincide.
+//! σ-scaling of CFA Theorem 3's maximisers (App. B.4, eq. (23) with σ kept explicit; caveat C3):
+//! w*_y = (σ²/(2η))·logit(p_y) against σ², one curve per d; the curves for different d coincide.
 
 use classwise_theory::model::{BinaryModel, Class};
 use classwise_theory::theorems::figure1_model;
@@ -97,7 +96,7 @@ impl Figure for SigmaScaling {
     }
 
     fn reproduces(&self) -> &'static str {
-        "CFA Theorem 3 (App. B.4, eq. (23)) with the σ² factor of caveat C3; theory spec §8 item 7"
+        "CFA Theorem 3 (App. B.4, eq. (23)) with the σ² factor of caveat C3"
     }
 
     fn look_at(&self) -> &'static str {

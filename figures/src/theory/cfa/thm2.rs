@@ -1,7 +1,6 @@
-//! CFA Theorem 2 (Sec. 2.3, App. B.3, eqs. (19)-(21); theory spec §1.6, §2, errata C1 and C6,
-//! §8 item 4): (a) the optimum ŵ_ε of the class-average robust accuracy against ε, with the
-//! asymptote ε = η and the full-adversary optimum, which jumps to +∞; (b) a heat map of
-//! R̄(w, ε) with the ridge w = ŵ_ε.
+//! CFA Theorem 2 (Sec. 2.3, App. B.3, eqs. (19)-(21); errata C1 and C6): (a) the optimum ŵ_ε of the
+//! class-average robust accuracy against ε, with the asymptote ε = η and the full-adversary
+//! optimum, which jumps to +∞; (b) a heat map of R̄(w, ε) with the ridge w = ŵ_ε.
 
 use classwise_theory::model::{Adversary, Argmax, BinaryModel};
 use classwise_theory::theorems::figure1_model;
@@ -45,7 +44,8 @@ pub struct Thm2 {
     /// The global optimum of R̄^full (`inf` where sign(x₁) alone is best).
     pub w_full: Vec<f64>,
     /// The first ε where the full optimum leaves a finite w for +∞, and the local maximum
-    /// there (spec E9: 0.0786, 1.80), found by bisection on `w_hat_full`.
+    /// there (0.0786 and 1.80 at the Figure 1 setting, check T11), found by bisection on
+    /// `w_hat_full`.
     pub jump: Option<(f64, f64)>,
     /// Heat map: cell centres in ε and w, R̄(w, ε) per cell (`heat[i][j]` at eps_c[i], w_c[j]).
     pub eps_c: Vec<f64>,
@@ -170,8 +170,7 @@ impl Figure for Thm2 {
     }
 
     fn reproduces(&self) -> &'static str {
-        "CFA Theorem 2 (Sec. 2.3, App. B.3, eqs. (19)-(21)), errata C1 and C6; theory spec §8 \
-         item 4"
+        "CFA Theorem 2 (Sec. 2.3, App. B.3, eqs. (19)-(21)), errata C1 and C6"
     }
 
     fn look_at(&self) -> &'static str {

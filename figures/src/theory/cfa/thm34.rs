@@ -1,6 +1,6 @@
-//! CFA Theorems 3 and 4(a) (Sec. 2.3, App. B.4-B.5; theory spec §2, note C4, §8 item 3): the
-//! class-wise clean accuracies A₊₁, A₋₁ and their slopes ∂A_y/∂w against w at the Figure 1
-//! parameters, with (w*₋₁, w*₊₁) shaded: there A₋₁ already falls while A₊₁ still rises.
+//! CFA Theorems 3 and 4(a) (Sec. 2.3, App. B.4-B.5; note C4): the class-wise clean accuracies A₊₁,
+//! A₋₁ and their slopes ∂A_y/∂w against w at the Figure 1 parameters, with (w*₋₁, w*₊₁) shaded:
+//! there A₋₁ already falls while A₊₁ still rises.
 
 use classwise_theory::model::{BinaryModel, Class};
 use classwise_theory::theorems::figure1_model;
@@ -94,8 +94,7 @@ impl Figure for Thm34 {
     }
 
     fn reproduces(&self) -> &'static str {
-        "CFA Theorems 3 and 4(a) (Sec. 2.3, App. B.4-B.5, eqs. (22)-(23)), note C4; theory spec \
-         §8 item 3"
+        "CFA Theorems 3 and 4(a) (Sec. 2.3, App. B.4-B.5, eqs. (22)-(23)), note C4"
     }
 
     fn look_at(&self) -> &'static str {

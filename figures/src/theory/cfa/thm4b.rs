@@ -1,6 +1,6 @@
-//! CFA Theorem 4(b) (Sec. 2.3, App. B.5; theory spec §2 (4b-ii), §3, notes C5 and C6, §8
-//! item 6): the slope ∂R₋₁/∂w at the evaluation budget ε = 2η for p₋₁ ∈ {0.3, 0.5, 0.7},
-//! beside ∂R₊₁/∂w, under the paper's adversary (x₁ pinned) and the full ℓ∞ adversary.
+//! CFA Theorem 4(b) (Sec. 2.3, App. B.5; notes C5 and C6): the slope ∂R₋₁/∂w at the evaluation
+//! budget ε = 2η for p₋₁ ∈ {0.3, 0.5, 0.7}, beside ∂R₊₁/∂w, under the paper's adversary (x₁ pinned)
+//! and the full ℓ∞ adversary.
 
 use classwise_theory::model::{Adversary, BinaryModel, Class};
 use classwise_theory::theorems::figure1_model;
@@ -129,7 +129,7 @@ impl Figure for Thm4b {
     }
 
     fn reproduces(&self) -> &'static str {
-        "CFA Theorem 4(b) (Sec. 2.3, App. B.5, eq. (16)), notes C5 and C6; theory spec §8 item 6"
+        "CFA Theorem 4(b) (Sec. 2.3, App. B.5, eq. (16)), notes C5 and C6"
     }
 
     fn look_at(&self) -> &'static str {

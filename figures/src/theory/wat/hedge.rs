@@ -1,4 +1,4 @@
-//! WAT Theorem 1 (Hedge, no-regret bound) in four panels (theory spec §5.1 and §8 item 9):
+//! WAT Theorem 1 (Hedge, no-regret bound) in four panels (WAT eqs. (12)-(13) and Lemma 1):
 //! (a) Hedge's K+1 weights of WAT eq. (12) on a WAT-like loss sequence; (b) both sides of
 //! Theorem 1 (eq. (13)) and the corrected forms (T1a)/(T1b) on its first T rounds; (c) the
 //! constant-sequence counterexample, where assumption (A) fails and the excess LHS − RHS is
@@ -30,7 +30,7 @@ pub const SEED: u64 = 0;
 pub const BOUND_POINTS: usize = 80;
 /// Numbers of decisions n = K+1 of the constant sequences of panel (c).
 pub const CONSTANT_DECISIONS: [usize; 4] = [2, 3, 5, 11];
-/// η of panels (c) and (d) (the spec's examples: η = 0.5).
+/// η of panels (c) and (d) (that of the check H5 examples: η = 0.5).
 pub const CONSTANT_ETA: f64 = 0.5;
 /// Largest T of panel (c).
 pub const CONSTANT_ROUNDS: usize = 10_000;
@@ -38,9 +38,9 @@ pub const CONSTANT_ROUNDS: usize = 10_000;
 pub const CONSTANT_POINTS: usize = 40;
 /// η of panel (d).
 pub const OSCILLATION_ETA: f64 = 0.5;
-/// Largest T of panel (d) (the spec quotes the slack at T = 10⁴).
+/// Largest T of panel (d) (the slack at T = 10⁴ is also computed independently: −610.9).
 pub const OSCILLATION_ROUNDS: usize = 10_000;
-/// Step of the T grid of panel (d) (plus T = 1 and T = 50, the spec's other point).
+/// Step of the T grid of panel (d) (plus T = 1 and T = 50, the point of check H5).
 pub const OSCILLATION_STEP: usize = 500;
 
 const AXES: [[&str; 2]; 4] = [
@@ -62,7 +62,7 @@ pub struct ConstantCurve {
     pub rounds: Vec<f64>,
     /// `max_k min_t L_k − RHS` of Theorem 1 (eq. (13)).
     pub excess: Vec<f64>,
-    /// The spec's large-T approximation (n−1)/(2nT).
+    /// The large-T approximation (n−1)/(2nT).
     pub approx: Vec<f64>,
 }
 
@@ -466,8 +466,7 @@ impl Figure for HedgePanels {
     }
 
     fn reproduces(&self) -> &'static str {
-        "WAT Theorem 1 (eq. (12), (13)), its assumption (A) and Lemma 1 (theory spec §5.1, §8 \
-         item 9)"
+        "WAT Theorem 1 (eq. (12), (13)), its assumption (A) and Lemma 1"
     }
 
     fn look_at(&self) -> &'static str {

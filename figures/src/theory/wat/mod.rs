@@ -1,5 +1,4 @@
-//! Panels of the WAT bounds: Hedge (Theorem 1) and the worst-class Rademacher bound (Theorem 2),
-//! theory spec §8 items 9-10.
+//! Panels of the WAT bounds: Hedge (Theorem 1) and the worst-class Rademacher bound (Theorem 2).
 
 pub mod hedge;
 pub mod thm2;

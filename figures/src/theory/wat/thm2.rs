@@ -1,10 +1,9 @@
-//! WAT Theorem 2 (worst-class Rademacher bound) in three panels (theory spec §5.2 and §8 item
-//! 10): (a) the part-A Monte Carlo on the binary Gaussian model, where the uniform deviation
-//! sup_f (R_wc − R̂_wc) stays far below both bound terms (§8 item 10 (i)); (b) the "max of K
-//! per-class bounds" failure rate 1 − (1 − q)^K of exact Clopper–Pearson bounds (item 10 (iii));
-//! (c) the exact counterexample, whose failure probability exceeds δ for the bound as printed
-//! (log(2/δ)) once K is huge, while the union-bound version (log(2K/δ), erratum W4) stays below
-//! 10⁻⁶ (item 10 (ii)).
+//! WAT Theorem 2 (worst-class Rademacher bound) in three panels (erratum W4, checks G2 and G3):
+//! (a) the part-A Monte Carlo on the binary Gaussian model, where the uniform deviation
+//! sup_f (R_wc − R̂_wc) stays far below both bound terms; (b) the "max of K per-class bounds"
+//! failure rate 1 − (1 − q)^K of exact Clopper–Pearson bounds; (c) the exact counterexample,
+//! whose failure probability exceeds δ for the bound as printed (log(2/δ)) once K is huge, while
+//! the union-bound version (log(2K/δ), erratum W4) stays below 10⁻⁶.
 
 use classwise_theory::verify::rng_for;
 use classwise_theory::wat::counterexample::{
@@ -40,7 +39,8 @@ pub struct MonteCarlo {
 
 impl MonteCarlo {
     /// The figure's setting: n ∈ {10, 20, 50, 100, 200}, 20 trials each, 20 sign draws
-    /// (the spec used 400: the estimate is unbiased, and 20 keep a debug build near 3 s),
+    /// (the full part-A run uses 400: the estimate is unbiased, and 20 keep a debug build near
+    /// 3 s),
     /// δ = 0.05.
     pub fn full() -> Self {
         MonteCarlo {
@@ -103,12 +103,12 @@ impl McColumn {
     }
 }
 
-/// One setting (δ, r) of the exact counterexample with n = 500 (a row of the spec §5.2 table).
+/// One setting (δ, r) of the exact counterexample with n = 500 (a case of check G2).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Counterexample {
     pub delta: f64,
     pub r: f64,
-    /// The K of the spec's table row.
+    /// The K of that case of check G2.
     pub table_k: f64,
     /// P(stated bound fails) at `table_k`.
     pub table_stated: f64,
@@ -120,9 +120,9 @@ pub struct Counterexample {
     pub union: Vec<f64>,
 }
 
-/// Samples per class of the counterexample (spec §5.2 table).
+/// Samples per class of the counterexample (as in check G2).
 pub const COUNTEREXAMPLE_N: u32 = 500;
-/// (δ, r, K) of the spec §5.2 table rows (the first K exactly as in the theory checks).
+/// (δ, r, K) of the cases of check G2 (the first K exactly as in the theory checks).
 pub const COUNTEREXAMPLE_ROWS: [(f64, f64, f64); 4] = [
     (0.9, 0.45, 10_566_370.0),
     (0.5, 0.55, 5.33e9),
@@ -133,11 +133,11 @@ pub const COUNTEREXAMPLE_ROWS: [(f64, f64, f64); 4] = [
 pub const LOG10_K_MAX: f64 = 21.0;
 const LOG10_K_POINTS: usize = 211;
 
-/// (n, r, δ) of the Clopper–Pearson panel (spec §5.2: q = 0.0402).
+/// (n, r, δ) of the Clopper–Pearson panel (q = 0.0402, computed independently).
 pub const CP_SETTING: (u32, f64, f64) = (50, 0.3, 0.05);
 /// Largest K of the Clopper–Pearson panel.
 pub const CP_MAX_K: usize = 1000;
-/// The K the spec quotes (0.079, 0.337, 0.984).
+/// The K with independently computed failure rates (0.079, 0.337, 0.984).
 pub const CP_MARKERS: [usize; 3] = [2, 10, 100];
 
 /// The y axis of panel (a) and both axes of panels (b) and (c); the x axis of (a) lists the n
@@ -466,7 +466,7 @@ impl Thm2Panels {
         )?;
         chart
             .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
-            .label("K of the spec's table (P > δ)")
+            .label("K of check G2 (P > δ)")
             .legend(|(x, y)| Circle::new((x + 18, y), 7, style::PALETTE[0].stroke_width(2)));
         // The empty stretch between the δ = 0.5 and δ = 0.1 curves.
         let (px, py) = chart.backend_coord(&(10.8, 0.95));
@@ -531,15 +531,15 @@ impl Figure for Thm2Panels {
     }
 
     fn reproduces(&self) -> &'static str {
-        "WAT Theorem 2 and erratum W4 (theory spec §5.2, §8 item 10): part-A Monte Carlo, the \
-         exact counterexample and the Clopper–Pearson max of K bounds"
+        "WAT Theorem 2 and erratum W4: part-A Monte Carlo, the exact counterexample and the \
+         Clopper–Pearson max of K bounds"
     }
 
     fn look_at(&self) -> &'static str {
         "On a small model the bound is never violated and the deviation sits far below both \
-         terms (i), yet as printed (log(2/δ)) it fails with probability above δ once K is \
-         astronomically large (ii, circles at the spec's K), and a max over K per-class exact \
-         bounds already fails with probability 0.34 at K = 10 (iii)."
+         terms (a), yet as printed (log(2/δ)) it fails with probability above δ once K is \
+         astronomically large (c, circles at the K of check G2), and a max over K per-class \
+         exact bounds already fails with probability 0.34 at K = 10 (b)."
     }
 
     fn size(&self) -> (u32, u32) {
