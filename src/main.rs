@@ -56,8 +56,11 @@ enum Command {
     Eval(trainer_cli::EvalArgs),
     /// Images per second of one PGD-10 AT and one TRADES training step.
     Bench(trainer_cli::BenchArgs),
-    /// The project's end-to-end showcase: doctor and the libtorch gradient self-check, with
-    /// every output written to one folder.
+    /// The project's end-to-end showcase, every output written to one folder: the environment
+    /// report and a libtorch gradient self-check, the numerical check of the papers' theorems,
+    /// the multi-class toy under PGD-AT, the theory and toy figures, and a one-minute PGD-AT run
+    /// on the real Fashion-MNIST (the fmnist-smoke preset) with its class-wise report and
+    /// figures.
     Demo {
         #[command(flatten)]
         data: DataArgs,
@@ -93,7 +96,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Doctor { data, json } => doctor::run(&data.roots(), json),
-        Command::Demo { data, out } => demo::run(&data.roots(), &out),
+        Command::Demo { data, out } => demo::run(&data.roots(), data.data_dir.clone(), &out),
         Command::Theory { command } => theory::run(command),
         Command::Toy { command } => toy::run(command),
         Command::Figures { command } => figures::run(command),

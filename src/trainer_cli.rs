@@ -36,7 +36,7 @@ pub struct TrainArgs {
 }
 
 /// The commit this binary was built from (see `build.rs`).
-fn build_info() -> run::BuildInfo {
+pub fn build_info() -> run::BuildInfo {
     let known = |v: &'static str| (v != "unknown").then(|| v.to_string());
     run::BuildInfo {
         git_sha: known(env!("CLASSWISE_GIT_SHA")),

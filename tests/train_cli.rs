@@ -175,6 +175,9 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
     assert_eq!(
         names,
         [
+            // The two evaluations above: `eval --json` (the run's attack) and `--attack fgsm`.
+            "eval-last-fgsm_ce_step_1_eps_no_start-eps_0.1-clean-and-adversarial.json",
+            "eval-last-fgsm_ce_step_1_eps_no_start-eps_0.1-clean-and-adversarial.md",
             "eval-last-fgsm_ce_step_1_eps_uniform_start-eps_0.1-adversarial-only.json",
             "eval-last-fgsm_ce_step_1_eps_uniform_start-eps_0.1-adversarial-only.md",
             "eval-last-pgd-2_ce_1_T=5_step_0.025_uniform_start-eps_0.1-clean-and-adversarial.json",
@@ -187,10 +190,12 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
             "eval-last-pgd-2_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial.md",
             "eval-last-pgd-2_ce_step_0.025_uniform_start-eps_1_20-clean-and-adversarial.json",
             "eval-last-pgd-2_ce_step_0.025_uniform_start-eps_1_20-clean-and-adversarial.md",
+            "eval-last-pgd-5_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial.json",
+            "eval-last-pgd-5_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial.md",
         ]
     );
     let fgsm_rs: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(a.join(&names[0])).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(a.join(&names[2])).unwrap()).unwrap();
     assert_eq!(fgsm_rs["attack"], "fgsm ce step 1*eps uniform start");
     assert_eq!(fgsm_rs["robust_counting"], "adversarial-only");
     // Bad evaluation arguments are refused before anything is written.

@@ -1,6 +1,9 @@
-//! The libtorch (tch) side of classwise: data, models, attacks, adversarial-training methods and
-//! class-wise evaluation. This first version holds what the set-up needs: locating data sets,
-//! the environment report behind `classwise doctor`, and a gradient self-check of libtorch.
+//! The libtorch (tch) side of classwise: data sets ([`data`]), models ([`model`]), attacks
+//! ([`attack`]), training objectives and the training epoch ([`train`]), class-wise evaluation
+//! ([`eval`]), runs with checkpoints and resume ([`run`]), the environment report behind
+//! `classwise doctor` ([`doctor`]), a gradient self-check of libtorch ([`gradcheck`]) and the
+//! training-step benchmark ([`bench`]). The baselines (natural, PGD-AT, TRADES) train end to
+//! end; the class-wise fairness methods (CFA, WAT, FRL, BAT) are not in the trainer yet.
 //!
 //! Code is device-agnostic: [`default_device`] picks CUDA when libtorch has it, else the CPU.
 

@@ -1,4 +1,4 @@
-//! Data loaders on files written here in the real on-disk formats (issue 6, item 1), splits (CFA's
+//! Data loaders on files written here in the real on-disk formats, splits (CFA's
 //! and WAT's per-class rules) and augmentation. Expected values come from the formats' definitions,
 //! computed in the test, never from the code under test.
 

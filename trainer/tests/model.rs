@@ -1,4 +1,4 @@
-//! Models (issue 6 item 2; the reference models of CFA, WAT, TRADES and FRL): parameter counts,
+//! Models (the reference models of CFA, WAT, TRADES and FRL): parameter counts,
 //! output shapes, BN modes, normalisation, initialisation, save/load, seeding, input gradients.
 
 use std::collections::BTreeMap;

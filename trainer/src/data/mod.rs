@@ -1,4 +1,4 @@
-//! Data sets: where they are, whether they are intact, and loading them (issue 6, item 1).
+//! Data sets: where they are, whether they are intact, and loading them.
 //!
 //! - [`Dataset`]: `u8` images N×C×H×W and `i64` labels in memory; batches become `f32` in [0,1]
 //!   on their device (as `ToTensor` in the reference codes; mean/std normalisation belongs to

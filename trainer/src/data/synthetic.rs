@@ -1,5 +1,5 @@
 //! A seeded synthetic image data set with class-dependent difficulty, for tests and smoke runs
-//! that need no files (issue 6, item 1).
+//! that need no files.
 //!
 //! Class `k` has a template of blocks of 4×4 pixels at 0.5 ± 0.3; an image is its class's
 //! template plus Gaussian noise clipped to [0,1]. The noise standard deviation grows linearly

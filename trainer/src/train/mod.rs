@@ -2,9 +2,9 @@
 //! ([`schedule`]), the per-class plan that fairness methods drive ([`plan`]) and the training
 //! objectives ([`objective`]).
 //!
-//! One epoch ([`epoch`]) counts CFA's t_k on the fly; [`average`] applies EMA/FAWA decisions to
-//! the whole state. Still to come (issue 6, later sessions): the run loop over epochs, run
-//! directories, checkpoints and resume.
+//! One epoch ([`epoch`]) counts CFA's t_k on the fly and takes its learning rate and ε factor
+//! (warm-up) per batch ([`StepSettings`]); [`average`] applies EMA/FAWA decisions to the whole
+//! state. The loop over epochs, run directories, checkpoints and resume are in [`crate::run`].
 
 pub mod average;
 pub mod epoch;

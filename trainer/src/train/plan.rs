@@ -1,21 +1,15 @@
-//! The per-class state of a run: the seam where the fairness methods plug in.
+//! The per-class state of a run: the seam where class-wise fairness methods are meant to plug
+//! in.
 //!
 //! Before each epoch a [`ClassRule`] yields a [`ClassPlan`] — per-class budget ε_k, TRADES β_k
 //! and loss weight w_k — and after the epoch it observes [`ClassStats`] (train robust accuracy
-//! t_k counted on the fly, validation accuracies and losses). The arithmetic of every rule lives
-//! in `classwise_theory::calibration`; a rule here only wires it to the epoch loop:
+//! t_k counted on the fly, validation accuracies and losses).
 //!
-//! * **CFA** (CCM eq. 6, CCR eq. 7): ε_k = (λ₁ + t_k)·ε and β_k = (λ₂ + t_k)·β from the previous
-//!   epoch's `train_robust` (`cfa_epoch_config`); FAWA is an epoch-end model-averaging hook,
-//!   gated on the worst validation class (`fawa_action`).
-//! * **WAT**: w_k = Hedge weights of the cumulative validation TRADES losses
-//!   (`wat_weights_from_history`), per-sample weight w_{y_i} + w_K (`wat_sample_weight`).
-//! * **FRL**: multipliers from validation standard/boundary errors (`frl_update`), turned into
-//!   CE/KL weights and ε multipliers (`frl_weights`).
-//! * **BAT**: no per-class state; it changes the objective (boundary pairs from
-//!   `attack::EarlyStoppedPgd::bat` and the uniform-KL target term).
-//!
-//! [`Uniform`] is the rule of the plain baselines.
+//! Only [`Uniform`], the rule of the plain baselines (the same plan every epoch), exists in the
+//! trainer today; `classwise train` always uses it. The arithmetic of CFA's, WAT's and FRL's
+//! rules is in `classwise_theory::calibration` and drives the multi-class toy
+//! (`classwise_toy::multiclass::rule`), but no trainer rule is wired to it yet, and BAT's
+//! objective does not exist in the trainer yet.
 
 use serde::{Deserialize, Serialize};
 
