@@ -147,11 +147,13 @@ pub fn run(roots: &[PathBuf], data_dir: Option<PathBuf>, out: &Path) -> anyhow::
         out.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(if ok && report.problems.is_empty() && theory.ok() && smoke_learned {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(
+        if ok && report.problems.is_empty() && theory.ok() && smoke_learned {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        },
+    )
 }
 
 /// The fmnist-smoke preset (embedded, so the demo runs from any directory), trained afresh into
