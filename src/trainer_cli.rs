@@ -59,24 +59,6 @@ pub enum AttackKind {
     Temperature,
 }
 
-/// When a sample counts as robust.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Counting {
-    /// Correct on the clean input and on its adversarial example (AutoAttack's counting).
-    CleanAndAdversarial,
-    /// Correct on the adversarial example, whatever the clean prediction (the reference codes').
-    AdversarialOnly,
-}
-
-impl From<Counting> for RobustCounting {
-    fn from(c: Counting) -> Self {
-        match c {
-            Counting::CleanAndAdversarial => RobustCounting::CleanAndAdversarial,
-            Counting::AdversarialOnly => RobustCounting::AdversarialOnly,
-        }
-    }
-}
-
 #[derive(Args)]
 pub struct EvalArgs {
     /// Run directory written by `classwise train`.
@@ -100,10 +82,11 @@ pub struct EvalArgs {
     /// Budget, a number or a ratio such as 8/255 [default: the run's].
     #[arg(long)]
     eps: Option<String>,
-    /// When a sample counts as robust [default: the run's, whose default is
+    /// When a sample counts as robust: clean-and-adversarial (AutoAttack's counting) or
+    /// adversarial-only (the reference codes') [default: the run's, whose default is
     /// clean-and-adversarial].
-    #[arg(long, value_enum)]
-    robust_counting: Option<Counting>,
+    #[arg(long, value_parser = |s: &str| s.parse::<RobustCounting>())]
+    robust_counting: Option<RobustCounting>,
     /// Directory holding the data sets [default: as `train`].
     #[arg(long, env = "CLASSWISE_DATA_DIR")]
     data_dir: Option<PathBuf>,
@@ -163,7 +146,7 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
         config.eval.eps = run::Eps::parse(e)?;
     }
     if let Some(c) = a.robust_counting {
-        config.eval.robust_counting = c.into();
+        config.eval.robust_counting = c;
     }
     let eps = config.eval.eps.value;
     let steps = usize::try_from(a.steps)?;

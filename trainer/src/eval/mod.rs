@@ -55,12 +55,33 @@ impl RobustCounting {
         }
     }
 
+    /// Both countings.
+    pub const ALL: [RobustCounting; 2] = [
+        RobustCounting::CleanAndAdversarial,
+        RobustCounting::AdversarialOnly,
+    ];
+
     /// The short name used in file names and on the command line.
     pub fn name(self) -> &'static str {
         match self {
             RobustCounting::CleanAndAdversarial => "clean-and-adversarial",
             RobustCounting::AdversarialOnly => "adversarial-only",
         }
+    }
+}
+
+impl std::str::FromStr for RobustCounting {
+    type Err = String;
+
+    /// Parses [`RobustCounting::name`].
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|c| c.name()).collect();
+                format!("expected one of {}", names.join(", "))
+            })
     }
 }
 

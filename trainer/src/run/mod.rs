@@ -637,16 +637,16 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                     tch::manual_seed(torch_seed(seed, epoch, step));
                     Ok((x, y))
                 });
+            let scale = |step| config.train.eps_scale(epoch, step, n_batches);
             let settings = |step| StepSettings {
                 lr,
-                eps_scale: config.train.eps_scale(epoch, step, n_batches),
+                eps_scale: scale(step),
             };
             let stats = train_epoch(
                 &model, &mut sgd, &method, &plan, batch_iter, settings, device,
             )?;
             progress.finish();
             let train_seconds = t0.elapsed().as_secs_f64();
-            let scale = |step| config.train.eps_scale(epoch, step, n_batches);
             let eps_warmup =
                 (scale(0) < 1.0).then(|| [scale(0), scale(n_batches.saturating_sub(1))]);
             if let Some(e) = config.ema {
