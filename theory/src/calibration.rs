@@ -6,7 +6,7 @@
 //! vectors are indexed by class `0..K`. Each rule cites the paper equation it implements and,
 //! where the reference code differs from the paper, says which one is followed.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, TheoryError, require};
 
@@ -222,9 +222,11 @@ pub fn cfa_epoch_config(
 }
 
 /// How the FAWA threshold is compared (CFA §4.3 and Algorithm 1 differ).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum FawaComparison {
     /// R_min ≥ δ: Algorithm 1 and the reference code.
+    #[default]
     AtLeast,
     /// R_min > δ: the text of Sec. 4.3 ("higher than δ").
     Above,
@@ -280,7 +282,7 @@ pub fn fawa_accepts(worst_val_robust: f64, delta: f64, comparison: FawaCompariso
 }
 
 /// What to do with a weight-averaged model after an epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum AverageAction {
     /// Leave θ̄ unchanged.
     Keep,
@@ -604,7 +606,7 @@ impl FrlConfig {
 }
 
 /// FRL Lagrange multipliers λ₀ (standard error), λ₁ (boundary error), λ₂ (remargin).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FrlMultipliers {
     pub lambda0: Vec<f64>,
     pub lambda1: Vec<f64>,

@@ -1,0 +1,79 @@
+//! The crate's error type.
+
+use classwise_theory::TheoryError;
+
+/// Invalid settings or observations of a rule, an averaging or a selection strategy. Each
+/// variant names the field and what was expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CoreError {
+    #[error("`{field}` = {value}: expected {expected}")]
+    Invalid {
+        field: String,
+        value: String,
+        expected: String,
+    },
+
+    #[error("`{what}` has length {got}, expected {expected}")]
+    LengthMismatch {
+        what: String,
+        expected: usize,
+        got: usize,
+    },
+
+    #[error("the rule `{rule}` needs {what} after epoch {epoch}, but it was not measured")]
+    Missing {
+        rule: &'static str,
+        what: &'static str,
+        epoch: usize,
+    },
+
+    #[error(transparent)]
+    Theory(#[from] TheoryError),
+}
+
+pub type Result<T, E = CoreError> = std::result::Result<T, E>;
+
+/// A [`CoreError::Invalid`].
+pub(crate) fn invalid(
+    field: impl Into<String>,
+    value: impl std::fmt::Display,
+    expected: impl Into<String>,
+) -> CoreError {
+    CoreError::Invalid {
+        field: field.into(),
+        value: value.to_string(),
+        expected: expected.into(),
+    }
+}
+
+/// `v` finite and ≥ 0.
+pub(crate) fn non_negative(field: &str, v: f64) -> Result<f64> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(invalid(field, v, "finite and >= 0"))
+    }
+}
+
+/// `v` in [0, 1].
+pub(crate) fn unit(field: &str, v: f64) -> Result<f64> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(invalid(field, v, "in [0, 1]"))
+    }
+}
+
+/// `values.len() == expected`.
+pub(crate) fn same_len(what: &str, expected: usize, got: usize) -> Result<()> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(CoreError::LengthMismatch {
+            what: what.to_string(),
+            expected,
+            got,
+        })
+    }
+}

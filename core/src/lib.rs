@@ -1,0 +1,19 @@
+//! The backend-neutral training decisions of classwise, shared by the multi-class toy
+//! (`classwise-toy`, pure Rust) and the libtorch trainer (`classwise-trainer`):
+//!
+//! * [`plan`]: the per-class plan of an epoch and the statistics a rule observes;
+//! * [`rule`]: the class-wise rules (uniform, CFA, WAT, FRL) behind one trait;
+//! * [`average`]: EMA and FAWA decisions;
+//! * [`select`]: model-selection strategies (last, best avg + worst, CFA's, WAT's).
+//!
+//! Each is implemented once; the backends only apply the decisions to their models.
+
+pub mod average;
+pub mod error;
+pub mod plan;
+pub mod rule;
+pub mod select;
+
+pub use error::{CoreError, Result};
+pub use plan::{ClassPlan, ClassStats, Needs};
+pub use rule::{ClassRule, RuleConfig, RuleContext};
