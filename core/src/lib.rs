@@ -15,5 +15,5 @@ pub mod rule;
 pub mod select;
 
 pub use error::{CoreError, Result};
-pub use plan::{ClassPlan, ClassStats, Needs};
+pub use plan::{ClassPlan, ClassStats, Needs, TradesScaling};
 pub use rule::{ClassRule, RuleConfig, RuleContext};

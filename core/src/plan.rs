@@ -121,3 +121,25 @@ pub struct ClassStats {
     /// WAT's K + 1 validation costs, when measured.
     pub val_costs: Option<Vec<f64>>,
 }
+
+/// How a TRADES-like objective scales its two terms for a class with trade-off β_k.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TradesScaling {
+    /// CE + β·KL (the TRADES paper).
+    Paper,
+    /// (CE + β·KL)/(1 + β) (CFA eq. (8), and `trades_loss` in `PKU-ML/CFA:attack.py` even for
+    /// vanilla TRADES).
+    #[default]
+    Reference,
+}
+
+impl TradesScaling {
+    /// (a, b) with per-sample loss a·CE + b·KL: (1, β) or (1/(1 + β), β/(1 + β)).
+    pub fn term_weights(self, beta: f64) -> (f64, f64) {
+        match self {
+            TradesScaling::Paper => (1.0, beta),
+            TradesScaling::Reference => (1.0 / (1.0 + beta), beta / (1.0 + beta)),
+        }
+    }
+}
