@@ -84,6 +84,14 @@ impl Averaging {
             Averaging::Fawa(_) => "fawa",
         }
     }
+
+    /// What the decision after an epoch needs: FAWA the class-wise validation robust accuracy.
+    pub fn needs(&self) -> Needs {
+        Needs {
+            val_accuracy: matches!(self, Averaging::Fawa(_)),
+            ..Needs::default()
+        }
+    }
 }
 
 /// The averaging decisions of one run, with the state a checkpoint keeps.
@@ -122,12 +130,9 @@ impl Averager {
         self.state.updates > 0
     }
 
-    /// What the decision after an epoch needs: FAWA the class-wise validation robust accuracy.
+    /// What the decision after an epoch needs ([`Averaging::needs`]).
     pub fn needs(&self) -> Needs {
-        Needs {
-            val_accuracy: matches!(self.averaging, Averaging::Fawa(_)),
-            ..Needs::default()
-        }
+        self.averaging.needs()
     }
 
     /// The action after 0-based `epoch`, given the class-wise validation robust accuracy of the

@@ -24,7 +24,9 @@ pub struct ClassPlan {
     /// Weight of class k's robust / boundary term.
     pub boundary_weight: Vec<f64>,
     /// The training attack's absolute step size, when the rule changes it (FRL's remargin uses
-    /// max_k ε_k / 4, `hannxu123/fair_robust:utils_frl2.py`); `None` keeps the attack's own.
+    /// max_k ε_k / 4, `hannxu123/fair_robust:utils_frl2.py`); `None` (left out of the JSON)
+    /// keeps the attack's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_size: Option<f64>,
 }
 

@@ -10,7 +10,9 @@ use tch::{Device, Kind, Tensor};
 use crate::attack::Pgd;
 use crate::error::Result;
 use crate::model::{Architecture, Model, ModelSpec};
-use crate::train::{ClassPlan, Method, Sgd, SgdConfig, StepSettings, TradesScaling, train_epoch};
+use crate::train::{
+    ClassPlan, Method, PgdAt, Sgd, SgdConfig, StepSettings, Trades, TradesScaling, train_epoch,
+};
 
 /// One measurement.
 #[derive(Debug, Clone, Serialize)]
@@ -49,17 +51,17 @@ pub fn run(
     let methods = [
         (
             "pgd-10 at",
-            Method::PgdAt {
+            Method::PgdAt(PgdAt {
                 attack: Pgd::ce(10, 2.0 / 255.0),
                 attack_train_mode: false,
-            },
+            }),
         ),
         (
             "trades-10",
-            Method::Trades {
+            Method::Trades(Trades {
                 attack: Pgd::trades(10, 2.0 / 255.0),
                 scaling: TradesScaling::Paper,
-            },
+            }),
         ),
     ];
     for spec in specs {
@@ -88,6 +90,7 @@ pub fn run(
                     &mut sgd,
                     method,
                     &plan,
+                    0,
                     batches,
                     StepSettings::constant(0.01),
                     device,

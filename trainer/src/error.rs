@@ -39,6 +39,9 @@ pub enum TrainerError {
     #[error(transparent)]
     Theory(#[from] classwise_theory::TheoryError),
 
+    #[error(transparent)]
+    Core(#[from] classwise_core::CoreError),
+
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),
 

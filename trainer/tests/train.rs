@@ -4,7 +4,8 @@
 use classwise_trainer::attack::Pgd;
 use classwise_trainer::seed::seeded;
 use classwise_trainer::train::{
-    ClassPlan, LrSchedule, Method, Objective, Sgd, SgdConfig, TradesScaling,
+    ClassPlan, LrSchedule, Method, Objective, PgdAt, Sgd, SgdConfig, StepContext, Trades,
+    TradesScaling,
 };
 use tch::nn::{self, ModuleT, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
@@ -177,7 +178,9 @@ fn objective_loss(method: &Method, plan: &ClassPlan, seed: i64) -> (f64, Vec<boo
     let (_vs, m) = model(7);
     let (x, y) = batch(8);
     seeded(seed, || {
-        let out = method.loss(&m, &x, &y, plan).unwrap();
+        let out = method
+            .loss(&m, &x, &y, StepContext { plan, epoch: 0 })
+            .unwrap();
         (
             out.loss.double_value(&[]),
             Vec::<bool>::try_from(&out.correct).unwrap(),
@@ -190,10 +193,10 @@ fn objectives_reduce_to_each_other_where_they_should() {
     let zero = ClassPlan::uniform(4, 0.0, 6.0);
     let natural = objective_loss(&Method::Natural, &zero, 1);
     // With ε = 0 the PGD-AT input is the clean input: the same loss and correctness.
-    let at = Method::PgdAt {
+    let at = Method::PgdAt(PgdAt {
         attack: Pgd::ce(3, 2.0 / 255.0),
         attack_train_mode: false,
-    };
+    });
     let at0 = objective_loss(&at, &zero, 1);
     assert!((at0.0 - natural.0).abs() < 1e-6, "{at0:?} vs {natural:?}");
     assert_eq!(at0.1, natural.1);
@@ -202,14 +205,16 @@ fn objectives_reduce_to_each_other_where_they_should() {
     assert!(at8.0 > natural.0);
     // Doubling every class weight doubles the loss.
     let mut heavy = ClassPlan::uniform(4, 8.0 / 255.0, 6.0);
-    heavy.weight = vec![2.0; 4];
+    heavy.natural_weight = vec![2.0; 4];
     let at8x2 = objective_loss(&at, &heavy, 1);
     assert!((at8x2.0 - 2.0 * at8.0).abs() < 1e-5);
     // TRADES: reference scaling is the paper's loss divided by 1 + β (same attack seed).
     let plan = ClassPlan::uniform(4, 8.0 / 255.0, 6.0);
-    let trades = |scaling| Method::Trades {
-        attack: Pgd::trades(3, 2.0 / 255.0),
-        scaling,
+    let trades = |scaling| {
+        Method::Trades(Trades {
+            attack: Pgd::trades(3, 2.0 / 255.0),
+            scaling,
+        })
     };
     let paper = objective_loss(&trades(TradesScaling::Paper), &plan, 2);
     let reference = objective_loss(&trades(TradesScaling::Reference), &plan, 2);
@@ -232,16 +237,40 @@ fn a_bad_plan_is_an_error_naming_the_field() {
     let (x, y) = batch(10);
     let mut plan = ClassPlan::uniform(4, 0.1, 6.0);
     plan.eps.pop();
-    let method = Method::PgdAt {
+    let method = Method::PgdAt(PgdAt {
         attack: Pgd::ce(1, 0.01),
         attack_train_mode: false,
-    };
-    let e = method.loss(&m, &x, &y, &plan).err().unwrap().to_string();
+    });
+    let e = method
+        .loss(
+            &m,
+            &x,
+            &y,
+            StepContext {
+                plan: &plan,
+                epoch: 0,
+            },
+        )
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("plan.eps"), "{e}");
     let mut plan = ClassPlan::uniform(4, 0.1, 6.0);
-    plan.weight[2] = -1.0;
-    let e = method.loss(&m, &x, &y, &plan).err().unwrap().to_string();
-    assert!(e.contains("plan.weight"), "{e}");
+    plan.natural_weight[2] = -1.0;
+    let e = method
+        .loss(
+            &m,
+            &x,
+            &y,
+            StepContext {
+                plan: &plan,
+                epoch: 0,
+            },
+        )
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("plan.natural_weight"), "{e}");
 }
 
 fn batches(n: i64) -> Vec<classwise_trainer::Result<(Tensor, Tensor)>> {
@@ -261,6 +290,7 @@ fn epoch_counts_class_wise_correctness_on_the_fly() {
         &mut opt,
         &Method::Natural,
         &plan,
+        0,
         batches(5),
         StepSettings::constant(0.0),
         Device::Cpu,
@@ -300,6 +330,7 @@ fn a_non_finite_loss_stops_before_the_update() {
         &mut opt,
         &Method::Natural,
         &ClassPlan::uniform(4, 0.0, 0.0),
+        0,
         bad,
         StepSettings::constant(0.1),
         Device::Cpu,

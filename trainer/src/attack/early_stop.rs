@@ -25,7 +25,7 @@ use tch::{Kind, Tensor};
 use super::loss::AttackLoss;
 use super::pgd::{Ascent, Start, StepSize, validate_common};
 use super::{Attack, AttackInput, project, row_shape};
-use crate::error::Result;
+use crate::error::{Result, invalid};
 
 /// Which early-stopping rule (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +46,11 @@ pub struct EarlyStoppedPgd {
     /// τ: steps a sample may take after being found misclassified.
     pub tau: usize,
     pub variant: EarlyStopVariant,
+    /// ω: the standard deviation of the Gaussian noise added at every step before the
+    /// projection (0.001 in the original FAT code, `zjfheart/Friendly-Adversarial-Training`;
+    /// 0, none, in CFA's).
+    #[serde(default)]
+    pub step_noise: f64,
 }
 
 /// The result of [`EarlyStoppedPgd::run`].
@@ -71,6 +76,7 @@ impl EarlyStoppedPgd {
             loss: AttackLoss::CrossEntropy,
             tau,
             variant: EarlyStopVariant::CfaRepo,
+            step_noise: 0.0,
         }
     }
 
@@ -85,12 +91,42 @@ impl EarlyStoppedPgd {
             loss: AttackLoss::TradesKl,
             tau: 0,
             variant: EarlyStopVariant::Original,
+            step_noise: 0.0,
         }
+    }
+
+    /// Zhang et al.'s original FAT attack: K steps of `step` on CE from a uniform start, τ, and
+    /// ω = 0.001 noise at every step (`zjfheart/Friendly-Adversarial-Training:earlystop.py`).
+    pub fn fat_original(tau: usize, steps: usize, step: f64) -> Self {
+        EarlyStoppedPgd {
+            steps,
+            step: StepSize::Absolute(step),
+            start: Start::Uniform,
+            loss: AttackLoss::CrossEntropy,
+            tau,
+            variant: EarlyStopVariant::Original,
+            step_noise: 0.001,
+        }
+    }
+
+    /// Checks the settings; errors name `attack.<field>`.
+    pub fn validate(&self) -> Result<()> {
+        if self.steps == 0 {
+            return Err(invalid("attack.steps", 0, ">= 1"));
+        }
+        if !(self.step_noise.is_finite() && self.step_noise >= 0.0) {
+            return Err(invalid(
+                "attack.step_noise",
+                self.step_noise,
+                "finite and >= 0",
+            ));
+        }
+        validate_common(self.step, self.start, self.loss)
     }
 
     /// Runs the attack.
     pub fn run(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<EarlyStopped> {
-        validate_common(self.step, self.start, self.loss)?;
+        self.validate()?;
         let ascent = Ascent::new(model, input, self.step, self.loss)?;
         let x = input.x;
         let n = x.size()[0];
@@ -122,7 +158,7 @@ impl EarlyStoppedPgd {
             if !bool::try_from(stepping.any())? {
                 break;
             }
-            let stepped = ascent.step(&x_adv)?;
+            let stepped = ascent.noisy_step(&x_adv, self.step_noise)?;
             tch::no_grad(|| {
                 let at_boundary = rows(&stepping.logical_and(&correct));
                 last_correct = last_correct.where_self(&at_boundary.logical_not(), &x_adv);

@@ -199,12 +199,24 @@ impl<'a> Ascent<'a> {
 
     /// One ascent step from `x_adv` (detached result).
     pub fn step(&self, x_adv: &Tensor) -> Result<Tensor> {
+        self.noisy_step(x_adv, 0.0)
+    }
+
+    /// One ascent step from `x_adv` plus `noise`·N(0, I) before the projection (FAT's ω,
+    /// `zjfheart/Friendly-Adversarial-Training:earlystop.py`); `noise` = 0 is [`Ascent::step`].
+    pub fn noisy_step(&self, x_adv: &Tensor, noise: f64) -> Result<Tensor> {
         let xa = x_adv.detach().set_requires_grad(true);
         let z = self.model.forward_t(&xa, self.input.train);
         let loss = self.loss.value(&z, self.input.y, self.clean_prob.as_ref());
         let g = input_gradient(&loss, &xa)?;
         Ok(tch::no_grad(|| {
-            project(&(x_adv + &self.alpha * g.sign()), self.input.x, &self.eps)
+            let ascended = x_adv + &self.alpha * g.sign();
+            let ascended = if noise > 0.0 {
+                &ascended + x_adv.randn_like() * noise
+            } else {
+                ascended
+            };
+            project(&ascended, self.input.x, &self.eps)
         }))
     }
 }

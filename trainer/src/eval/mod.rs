@@ -305,3 +305,59 @@ pub fn markdown(e: &Evaluation) -> String {
     }
     out
 }
+
+/// WAT's K + 1 validation costs of `model` (`validate` in
+/// `boqili/WAT:worst_class_adversarial_train.py`): per class the mean TRADES loss
+/// CE(f(x), y) + β·KL(p(x) ‖ p(x')) with x' from `method`'s TRADES attack at budget `eps`, then
+/// the average over all samples ([`classwise_theory::calibration::wat_validation_costs`] with
+/// the number of images as divisor). Eval mode, no parameter gradients.
+pub fn trades_costs(
+    model: &dyn ModuleT,
+    batches: impl IntoIterator<Item = Result<(Tensor, Tensor)>>,
+    method: &crate::train::Method,
+    eps: f64,
+    beta: f64,
+    n_classes: usize,
+    device: Device,
+) -> Result<Vec<f64>> {
+    let crate::train::Method::Trades(trades) = method else {
+        return Err(invalid(
+            "train.method",
+            method.name(),
+            "trades (WAT's validation costs use the TRADES attack and loss)",
+        ));
+    };
+    let k = n_classes as i64;
+    let mut ce_sums = Tensor::zeros([k], (Kind::Double, device));
+    let mut kl_sums = Tensor::zeros([k], (Kind::Double, device));
+    let mut n = 0usize;
+    for batch in batches {
+        let (x, y) = batch?;
+        let (x, y) = (x.to_device(device), y.to_device(device));
+        let budget = Budget::uniform(eps, x.size()[0], device)?;
+        let input = AttackInput {
+            x: &x,
+            y: &y,
+            eps: &budget,
+            train: false,
+        };
+        let x_adv = trades.attack.perturb(model, &input)?;
+        tch::no_grad(|| {
+            let z = model.forward_t(&x, false);
+            let z_adv = model.forward_t(&x_adv, false);
+            let ce = crate::train::objective_terms::ce(&z, &y).to_kind(Kind::Double);
+            let kl = crate::train::objective_terms::kl(&z, &z_adv).to_kind(Kind::Double);
+            ce_sums = ce_sums.index_add(0, &y, &ce);
+            kl_sums = kl_sums.index_add(0, &y, &kl);
+        });
+        n += x.size()[0] as usize;
+    }
+    if n == 0 {
+        return Err(invalid("validation set", "0 images", "at least one image"));
+    }
+    let ce: Vec<f64> = Vec::try_from(&ce_sums.to_device(Device::Cpu))?;
+    let kl: Vec<f64> = Vec::try_from(&kl_sums.to_device(Device::Cpu))?;
+    Ok(classwise_theory::calibration::wat_validation_costs(
+        &ce, &kl, beta, n as f64,
+    )?)
+}

@@ -8,7 +8,9 @@ use crate::data::{Augment, DataSource, SplitSpec};
 use crate::error::{Result, invalid};
 use crate::eval::RobustCounting;
 use crate::model::ModelSpec;
-use crate::train::{LrSchedule, Method, SgdConfig};
+use crate::train::{LrSchedule, Method, Needs, RuleConfig, RuleContext, SgdConfig};
+use classwise_core::average::{Averaging, EmaSettings, FawaSettings};
+use classwise_core::select::Selection;
 
 /// An ℓ∞ budget in [0, 1] pixel units, written as a number (`0.031`) or an exact ratio
 /// (`"8/255"`, the papers' convention; note 0.031 ≠ 8/255 = 0.0313725…, and WAT's code uses
@@ -196,13 +198,7 @@ pub struct CheckpointConfig {
 }
 
 /// Per-epoch EMA of the whole state (CFA's EMA, `PKU-ML/CFA:train.py`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EmaConfig {
-    pub alpha: f64,
-    #[serde(default)]
-    pub start_epoch: usize,
-}
+pub type EmaConfig = EmaSettings;
 
 /// A whole run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -222,8 +218,18 @@ pub struct RunConfig {
     pub eval: EvalConfig,
     #[serde(default)]
     pub checkpoint: CheckpointConfig,
+    /// The class-wise rule (`kind = "uniform"`, the default, `"cfa"`, `"wat"`, `"frl"`).
+    #[serde(default)]
+    pub rule: RuleConfig,
     #[serde(default)]
     pub ema: Option<EmaConfig>,
+    /// Fairness-aware weight averaging (CFA §4.3), gated on the validation split.
+    #[serde(default)]
+    pub fawa: Option<FawaSettings>,
+    /// Model selection (`kind = "best-avg-worst"`, the default, `"last"`, `"cfa"`, `"wat"`),
+    /// applied to the raw model and to each average, scored on `checkpoint.best_split`.
+    #[serde(default)]
+    pub select: Selection,
 }
 
 impl RunConfig {
@@ -258,11 +264,13 @@ impl RunConfig {
         if self.eval.every == 0 {
             return Err(invalid("eval.every", 0, ">= 1"));
         }
-        if let Some(ema) = self.ema
-            && !(0.0..=1.0).contains(&ema.alpha)
-        {
-            return Err(invalid("ema.alpha", ema.alpha, "in [0, 1]"));
+        if let Some(ema) = self.ema {
+            Averaging::Ema(ema).validate()?;
         }
+        if let Some(fawa) = self.fawa {
+            Averaging::Fawa(fawa).validate()?;
+        }
+        self.select.validate()?;
         for (field, v) in [
             ("data.train_per_class", self.data.train_per_class),
             ("data.test_per_class", self.data.test_per_class),
@@ -303,6 +311,44 @@ impl RunConfig {
             .attack
             .validate()
             .map_err(|e| e.in_section("eval"))?;
+        self.rule.build(self.rule_context(classes))?;
+        let needs = self.needs();
+        if (needs.val_accuracy || needs.val_errors || needs.val_costs)
+            && self.data.split == SplitSpec::none()
+        {
+            return Err(invalid(
+                "data.split",
+                "none",
+                "a validation split: the rule, [fawa] or [select] measure on it every epoch",
+            ));
+        }
+        if needs.val_costs && !matches!(self.train.method, Method::Trades(_)) {
+            return Err(invalid(
+                "train.method",
+                self.train.method.name(),
+                "trades: WAT's validation costs are TRADES losses",
+            ));
+        }
         Ok(())
+    }
+
+    /// The context the class-wise rule is built with.
+    pub fn rule_context(&self, n_classes: usize) -> RuleContext {
+        let objective = self.train.method.objective();
+        let eps = self.train.eps.value;
+        RuleContext {
+            n_classes,
+            eps,
+            beta: objective.uses_beta().then_some(self.train.beta),
+            step_size: objective.attack_step(eps),
+        }
+    }
+
+    /// What the averaging and the selection need every epoch, besides the rule.
+    pub fn needs(&self) -> Needs {
+        let fawa = self
+            .fawa
+            .map_or(Needs::default(), |f| Averaging::Fawa(f).needs());
+        fawa.or(self.select.needs())
     }
 }

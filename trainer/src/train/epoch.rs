@@ -6,7 +6,7 @@
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
-use super::objective::Objective;
+use super::objective::{Objective, StepContext};
 use super::optim::Sgd;
 use super::plan::ClassPlan;
 use crate::error::{Result, TrainerError};
@@ -39,14 +39,16 @@ impl StepSettings {
     }
 }
 
-/// Trains one epoch over `batches` (images in [0, 1] and labels, on any device; moved to
+/// Trains 0-based epoch `epoch` over `batches` (images in [0, 1] and labels, on any device; moved to
 /// `device`). A non-finite loss stops the epoch with an error naming the batch, before the
 /// update, so the parameters stay those of the last good step.
+#[allow(clippy::too_many_arguments)]
 pub fn train_epoch(
     model: &dyn ModuleT,
     optimizer: &mut Sgd,
     objective: &dyn Objective,
     plan: &ClassPlan,
+    epoch: usize,
     batches: impl IntoIterator<Item = Result<(Tensor, Tensor)>>,
     settings: impl Fn(usize) -> StepSettings,
     device: Device,
@@ -64,11 +66,13 @@ pub fn train_epoch(
         let plan = if step.eps_scale == 1.0 {
             plan
         } else {
-            scaled = plan.with_eps_scale(step.eps_scale)?;
+            scaled = plan
+                .with_eps_scale(step.eps_scale)
+                .map_err(TrainerError::from)?;
             &scaled
         };
         optimizer.zero_grad();
-        let out = objective.loss(model, &x, &y, plan)?;
+        let out = objective.loss(model, &x, &y, StepContext { plan, epoch })?;
         let loss = out.loss.double_value(&[]);
         if !loss.is_finite() {
             return Err(TrainerError::Invalid {

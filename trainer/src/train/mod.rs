@@ -15,7 +15,13 @@ pub mod schedule;
 
 pub use average::WeightAverage;
 pub use epoch::{EpochStats, StepSettings, train_epoch};
-pub use objective::{Method, Objective, StepOutput, TradesScaling};
+/// The per-sample loss terms the objectives share (CE, TRADES' KL), for evaluations.
+pub mod objective_terms {
+    pub use super::objective::{ce, kl};
+}
+pub use objective::{
+    Fat, Mart, Method, Natural, Objective, PgdAt, StepContext, StepOutput, Trades, TradesScaling,
+};
 pub use optim::{Sgd, SgdConfig};
-pub use plan::{ClassPlan, ClassRule, ClassStats, Uniform};
+pub use plan::{ClassPlan, ClassRule, ClassStats, Needs, RuleConfig, RuleContext};
 pub use schedule::LrSchedule;

@@ -1,0 +1,182 @@
+//! The run directory: its files, `state.json` (what a resume needs) and `env.json` (the
+//! sessions that ran it).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tch::Device;
+
+use super::TrainOptions;
+use super::config::RunConfig;
+use crate::error::{IoContext, Result, TrainerError, invalid};
+use crate::io::write_json;
+use crate::model::Model;
+use crate::train::WeightAverage;
+
+/// The files of a run directory.
+#[derive(Clone, Debug)]
+pub struct RunDir(pub PathBuf);
+
+impl RunDir {
+    pub fn config(&self) -> PathBuf {
+        self.0.join("config.toml")
+    }
+    pub fn env(&self) -> PathBuf {
+        self.0.join("env.json")
+    }
+    pub fn split(&self) -> PathBuf {
+        self.0.join("split.json")
+    }
+    pub fn metrics(&self) -> PathBuf {
+        self.0.join("metrics.jsonl")
+    }
+    pub fn state(&self) -> PathBuf {
+        self.0.join("state.json")
+    }
+    pub fn checkpoint(&self, name: &str) -> PathBuf {
+        self.0.join("checkpoints").join(name)
+    }
+    pub fn best(&self) -> PathBuf {
+        self.checkpoint("best.safetensors")
+    }
+    /// The model weights of a named checkpoint: `last`, `best`, or a path.
+    pub fn weights(&self, which: &str) -> Result<PathBuf> {
+        match which {
+            "best" => Ok(self.best()),
+            "last" => {
+                let state = RunState::load(&self.state())?;
+                Ok(self.checkpoint(&state.checkpoint).join("model.safetensors"))
+            }
+            path if Path::new(path).is_file() => Ok(PathBuf::from(path)),
+            other => Err(invalid(
+                "--checkpoint",
+                other,
+                "best, last, ema, or the path of a model file (no such file)",
+            )),
+        }
+    }
+
+    /// The model of a named checkpoint: `last`, `best`, `ema` (the weight average of the last
+    /// epoch, as CFA's EMA) or a path to model weights.
+    pub fn load_model(&self, which: &str, device: Device) -> Result<Model> {
+        if which != "ema" {
+            return Model::load(&self.weights(which)?, device);
+        }
+        let state = RunState::load(&self.state())?;
+        let ck = self.checkpoint(&state.checkpoint);
+        let average = ck.join("ema.safetensors");
+        if state.ema_updates == 0 || !average.exists() {
+            return Err(invalid(
+                "--checkpoint",
+                "ema",
+                format!(
+                    "a run with weight averaging ({} holds none; set [ema] in the config)",
+                    ck.display()
+                ),
+            ));
+        }
+        let mut model = Model::load(&ck.join("model.safetensors"), device)?;
+        model.load_state(&WeightAverage::load(&average, state.ema_updates)?.state())?;
+        Ok(model)
+    }
+}
+
+/// The best checkpoint so far.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Best {
+    pub epoch: usize,
+    /// avg + worst-class robust accuracy.
+    pub score: f64,
+    pub split: String,
+}
+
+/// `state.json`: what a resume needs besides the checkpoint files.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunState {
+    pub completed_epochs: usize,
+    /// Directory under `checkpoints/` holding the last epoch's files.
+    pub checkpoint: String,
+    pub best: Option<Best>,
+    pub ema_updates: usize,
+    /// Epochs that changed the FAWA average (0: it holds nothing).
+    #[serde(default)]
+    pub fawa_updates: usize,
+    /// The class-wise rule's state after the last completed epoch.
+    pub rule: serde_json::Value,
+    /// The model-selection state of each track (`raw`, `ema`, `fawa`).
+    #[serde(default)]
+    pub selection: std::collections::BTreeMap<String, classwise_core::select::Selector>,
+}
+
+impl RunState {
+    pub(crate) fn load(path: &Path) -> Result<RunState> {
+        let text = std::fs::read_to_string(path).at("reading", path)?;
+        serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
+            path: path.to_path_buf(),
+            offset: None,
+            reason: format!("not a run state: {e}"),
+        })
+    }
+}
+
+/// The code a binary was built from, recorded in `env.json` (the CLI fills it at build time).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildInfo {
+    /// The commit the binary was built from.
+    pub git_sha: Option<String>,
+    /// Whether tracked files differed from that commit when it was built.
+    pub git_dirty: Option<bool>,
+}
+
+/// One session of a run (its first start or a resume), as `env.json` records it.
+pub(crate) fn session(
+    config: &RunConfig,
+    device: Device,
+    opts: &TrainOptions,
+    start_epoch: usize,
+) -> serde_json::Value {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    serde_json::json!({
+        "start_epoch": start_epoch,
+        "started_unix_seconds": started,
+        "git_sha": opts.build.git_sha,
+        "git_dirty": opts.build.git_dirty,
+        "classwise_trainer": env!("CARGO_PKG_VERSION"),
+        "tch": env!("CLASSWISE_TCH_VERSION"),
+        "libtorch": crate::LIBTORCH_VERSION,
+        "device": format!("{device:?}"),
+        "threads": tch::get_num_threads(),
+        "cpu_tuning": crate::runtime::current(),
+        "data_dir": opts.data_dir,
+        "seed": config.seed,
+        "streams": "data order and augmentation: ChaCha8(seed) streams per epoch; libtorch \
+                    generator reseeded per batch from (seed, epoch, step)",
+    })
+}
+
+/// Writes `env.json`: `{"sessions": [...]}`, the first session followed by one entry per
+/// resume. A file from before sessions were recorded (one flat object) becomes the first.
+pub(crate) fn record_session(path: &Path, entry: serde_json::Value, resumed: bool) -> Result<()> {
+    let mut sessions = Vec::new();
+    if resumed && path.exists() {
+        let text = std::fs::read_to_string(path).at("reading", path)?;
+        let old: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
+                path: path.to_path_buf(),
+                offset: None,
+                reason: format!("not a run environment: {e}"),
+            })?;
+        match old.get("sessions").and_then(|s| s.as_array()) {
+            Some(list) => sessions.extend(list.iter().cloned()),
+            None => sessions.push(old),
+        }
+    }
+    sessions.push(entry);
+    write_json(
+        path,
+        "environment",
+        &serde_json::json!({ "sessions": sessions }),
+    )
+}

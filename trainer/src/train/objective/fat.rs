@@ -1,0 +1,104 @@
+//! Friendly adversarial training (FAT, Zhang et al. 2020): the mean of
+//! natural_weight[y_i]·CE(f(x̃_i), y_i) on early-stopped PGD examples x̃ at budget ε_{y_i}.
+//!
+//! Both variants are configurations of [`EarlyStoppedPgd`]: Zhang et al.'s original (the
+//! `original` rule, ω = 0.001 noise at every step, the attack in eval mode, and the dynamic τ
+//! `tau_schedule = [[51, 1], [91, 2]]` with τ = 0: 0 up to epoch 50, 1 up to 90, 2 after,
+//! `zjfheart/Friendly-Adversarial-Training:FAT.py`) and CFA's (`cfa-repo` rule, τ = 3, no ω,
+//! the attack in train mode, `PKU-ML/CFA:attack.py`).
+
+use serde::{Deserialize, Serialize};
+use tch::nn::ModuleT;
+use tch::{Kind, Tensor};
+
+use super::{
+    Objective, StepContext, StepOutput, absolute_step, ce, correct_of, per_sample, planned_step,
+    prepare,
+};
+use crate::attack::{AttackInput, EarlyStoppedPgd};
+use crate::error::{Result, invalid};
+
+/// FAT.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fat {
+    /// The early-stopped attack; its `tau` is τ before the first entry of `tau_schedule`.
+    pub attack: EarlyStoppedPgd,
+    /// Dynamic τ: `[first_epoch, tau]` pairs (0-based epochs, increasing); from `first_epoch`
+    /// on the attack uses that τ.
+    #[serde(default)]
+    pub tau_schedule: Vec<[usize; 2]>,
+    /// Run the attack with BN in train mode (CFA's code) instead of eval mode (the original).
+    #[serde(default)]
+    pub attack_train_mode: bool,
+}
+
+impl Fat {
+    /// τ in 0-based `epoch`.
+    pub fn tau_at(&self, epoch: usize) -> usize {
+        self.tau_schedule
+            .iter()
+            .rev()
+            .find(|[from, _]| epoch >= *from)
+            .map_or(self.attack.tau, |[_, tau]| *tau)
+    }
+
+    /// Checks the attack and the schedule; errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        self.attack.validate()?;
+        if self.tau_schedule.windows(2).any(|w| w[0][0] >= w[1][0]) {
+            return Err(invalid(
+                "tau_schedule",
+                format!("{:?}", self.tau_schedule),
+                "[first_epoch, tau] pairs with increasing epochs",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Objective for Fat {
+    fn describe(&self) -> String {
+        let schedule = if self.tau_schedule.is_empty() {
+            String::new()
+        } else {
+            format!(" tau schedule {:?}", self.tau_schedule)
+        };
+        format!(
+            "fat ({}{schedule})",
+            crate::attack::Attack::describe(&self.attack)
+        )
+    }
+
+    fn attack_step(&self, eps: f64) -> f64 {
+        absolute_step(self.attack.step, eps)
+    }
+
+    fn loss(
+        &self,
+        model: &dyn ModuleT,
+        x: &Tensor,
+        y: &Tensor,
+        ctx: StepContext<'_>,
+    ) -> Result<StepOutput> {
+        let eps = prepare(x, y, ctx.plan)?;
+        let attack = EarlyStoppedPgd {
+            step: planned_step(self.attack.step, ctx.plan),
+            tau: self.tau_at(ctx.epoch),
+            ..self.attack
+        };
+        let input = AttackInput {
+            x,
+            y,
+            eps: &eps,
+            train: self.attack_train_mode,
+        };
+        let x_adv = attack.run(model, &input)?.x_adv;
+        let z = model.forward_t(&x_adv, true);
+        let w = per_sample(&ctx.plan.natural_weight, y);
+        Ok(StepOutput {
+            loss: (ce(&z, y) * w).mean(Kind::Float),
+            correct: correct_of(&z, y),
+        })
+    }
+}

@@ -1,0 +1,186 @@
+//! Training objectives (CFA eqs. (1)-(3), FAT, MART), one small struct per method, each behind
+//! the [`Objective`] trait. An objective builds its adversarial examples with the per-class
+//! budgets of the epoch's [`ClassPlan`] (ε_{y_i} inside every attack, CFA eq. (6)), returns the
+//! loss to differentiate and the per-sample correctness of the training input it used (CFA's
+//! t_k, CFA §4.1).
+//!
+//! Class-wise weights: the objective's first term (CE on x or x') is multiplied by the plan's
+//! `natural_weight[y_i]`, its second term (TRADES' and MART's KL) by `boundary_weight[y_i]`, and
+//! TRADES-like objectives use β_{y_i} (CFA eq. (8)). So every class-wise rule composes with
+//! every objective without a copy. Adding a method is a new file here and one variant of
+//! [`Method`], the configuration's list of methods.
+
+mod fat;
+mod mart;
+mod natural;
+mod pgd_at;
+mod trades;
+
+pub use classwise_core::TradesScaling;
+pub use fat::Fat;
+pub use mart::Mart;
+pub use natural::Natural;
+pub use pgd_at::PgdAt;
+pub use trades::Trades;
+
+use serde::{Deserialize, Serialize};
+use tch::nn::ModuleT;
+use tch::{Kind, Tensor};
+
+use super::plan::ClassPlan;
+use crate::attack::{Budget, StepSize};
+use crate::error::{Result, invalid};
+
+/// The loss of one batch and what it measured.
+pub struct StepOutput {
+    /// The scalar loss (differentiable with respect to the parameters).
+    pub loss: Tensor,
+    /// Per sample: was the training input the loss used (x' for the adversarial objectives)
+    /// classified correctly by the logits of the loss forward, before the update? (bool, [N])
+    pub correct: Tensor,
+}
+
+/// What a batch is trained with besides its data.
+#[derive(Clone, Copy)]
+pub struct StepContext<'a> {
+    /// The epoch's class-wise plan (ε already scaled by any warm-up).
+    pub plan: &'a ClassPlan,
+    /// The 0-based epoch (FAT's dynamic τ).
+    pub epoch: usize,
+}
+
+/// A training objective.
+pub trait Objective {
+    fn describe(&self) -> String;
+    /// Whether the objective has a trade-off β (class-wise rules such as CCR need one).
+    fn uses_beta(&self) -> bool {
+        false
+    }
+    /// The training attack's absolute step size at budget `eps` (0 without an attack).
+    fn attack_step(&self, _eps: f64) -> f64 {
+        0.0
+    }
+    /// The loss of batch (x, y); the model is in train mode for the loss forward.
+    fn loss(
+        &self,
+        model: &dyn ModuleT,
+        x: &Tensor,
+        y: &Tensor,
+        ctx: StepContext<'_>,
+    ) -> Result<StepOutput>;
+}
+
+/// The methods a run configuration can name (`[train] method = { method = "…", … }`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "method")]
+pub enum Method {
+    Natural,
+    PgdAt(PgdAt),
+    Trades(Trades),
+    Fat(Fat),
+    Mart(Mart),
+}
+
+impl Method {
+    /// The objective of the method.
+    pub fn objective(&self) -> &dyn Objective {
+        match self {
+            Method::Natural => &Natural,
+            Method::PgdAt(m) => m,
+            Method::Trades(m) => m,
+            Method::Fat(m) => m,
+            Method::Mart(m) => m,
+        }
+    }
+
+    /// The method's name in configurations.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Method::Natural => "natural",
+            Method::PgdAt(_) => "pgd-at",
+            Method::Trades(_) => "trades",
+            Method::Fat(_) => "fat",
+            Method::Mart(_) => "mart",
+        }
+    }
+
+    /// Checks the training attack's settings; errors name `attack.<field>`.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Method::Natural => Ok(()),
+            Method::PgdAt(m) => m.attack.validate(),
+            Method::Trades(m) => m.attack.validate(),
+            Method::Fat(m) => m.validate(),
+            Method::Mart(m) => m.attack.validate(),
+        }
+    }
+}
+
+impl Objective for Method {
+    fn describe(&self) -> String {
+        self.objective().describe()
+    }
+    fn uses_beta(&self) -> bool {
+        self.objective().uses_beta()
+    }
+    fn attack_step(&self, eps: f64) -> f64 {
+        self.objective().attack_step(eps)
+    }
+    fn loss(
+        &self,
+        model: &dyn ModuleT,
+        x: &Tensor,
+        y: &Tensor,
+        ctx: StepContext<'_>,
+    ) -> Result<StepOutput> {
+        self.objective().loss(model, x, y, ctx)
+    }
+}
+
+/// `values[y_i]` per sample, as f32 on the labels' device.
+pub(crate) fn per_sample(values: &[f64], y: &Tensor) -> Tensor {
+    Tensor::from_slice(values)
+        .to_kind(Kind::Float)
+        .to_device(y.device())
+        .index_select(0, y)
+}
+
+pub(crate) fn correct_of(logits: &Tensor, y: &Tensor) -> Tensor {
+    logits.detach().argmax(-1, false).eq_tensor(y)
+}
+
+/// Per-sample CE.
+pub fn ce(z: &Tensor, y: &Tensor) -> Tensor {
+    -z.log_softmax(-1, Kind::Float)
+        .gather(1, &y.unsqueeze(1), false)
+        .squeeze_dim(1)
+}
+
+/// Per-sample KL(p ‖ softmax(z_adv)) with p = softmax(z) not detached (TRADES).
+pub fn kl(z: &Tensor, z_adv: &Tensor) -> Tensor {
+    let p = z.softmax(-1, Kind::Float);
+    (p.xlogy(&p) - &p * z_adv.log_softmax(-1, Kind::Float)).sum_dim_intlist(-1, false, Kind::Float)
+}
+
+/// Checks the batch and the plan; returns the per-sample budgets ε_{y_i}.
+pub(crate) fn prepare(x: &Tensor, y: &Tensor, plan: &ClassPlan) -> Result<Budget> {
+    let n = x.size().first().copied().unwrap_or(0);
+    if n == 0 {
+        return Err(invalid("batch", "0 samples", "at least one sample"));
+    }
+    plan.validate(plan.n_classes())?;
+    Budget::per_class(&plan.eps, y)
+}
+
+/// The attack's step with the plan's override (FRL's remargin) applied.
+pub(crate) fn planned_step(step: StepSize, plan: &ClassPlan) -> StepSize {
+    plan.step_size.map_or(step, StepSize::Absolute)
+}
+
+/// The absolute step of `step` at budget `eps`.
+pub(crate) fn absolute_step(step: StepSize, eps: f64) -> f64 {
+    match step {
+        StepSize::Absolute(a) => a,
+        StepSize::FractionOfEps(f) => f * eps,
+    }
+}

@@ -1,0 +1,60 @@
+//! Madry et al.'s PGD-AT (CFA eqs. (1)-(2)): the mean of natural_weight[y_i]·CE(f(x'_i), y_i)
+//! with x' from CE-PGD at budget ε_{y_i}.
+
+use serde::{Deserialize, Serialize};
+use tch::nn::ModuleT;
+use tch::{Kind, Tensor};
+
+use super::{
+    Objective, StepContext, StepOutput, absolute_step, ce, correct_of, per_sample, planned_step,
+    prepare,
+};
+use crate::attack::{Attack, AttackInput, Pgd};
+use crate::error::Result;
+
+/// PGD-AT. `attack_train_mode` runs the attack with BN in train mode, as CFA's code does
+/// (`PKU-ML/CFA:train.py`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PgdAt {
+    pub attack: Pgd,
+    #[serde(default)]
+    pub attack_train_mode: bool,
+}
+
+impl Objective for PgdAt {
+    fn describe(&self) -> String {
+        format!("pgd-at ({})", self.attack.describe())
+    }
+
+    fn attack_step(&self, eps: f64) -> f64 {
+        absolute_step(self.attack.step, eps)
+    }
+
+    fn loss(
+        &self,
+        model: &dyn ModuleT,
+        x: &Tensor,
+        y: &Tensor,
+        ctx: StepContext<'_>,
+    ) -> Result<StepOutput> {
+        let eps = prepare(x, y, ctx.plan)?;
+        let attack = Pgd {
+            step: planned_step(self.attack.step, ctx.plan),
+            ..self.attack
+        };
+        let input = AttackInput {
+            x,
+            y,
+            eps: &eps,
+            train: self.attack_train_mode,
+        };
+        let x_adv = attack.perturb(model, &input)?;
+        let z = model.forward_t(&x_adv, true);
+        let w = per_sample(&ctx.plan.natural_weight, y);
+        Ok(StepOutput {
+            loss: (ce(&z, y) * w).mean(Kind::Float),
+            correct: correct_of(&z, y),
+        })
+    }
+}

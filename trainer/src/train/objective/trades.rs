@@ -1,0 +1,80 @@
+//! TRADES (Zhang et al. 2019; CFA eq. (3)) with class-wise β (CFA eqs. (7)-(8)): per sample
+//! natural_weight[y]·a(β_y)·CE(f(x), y) + boundary_weight[y]·b(β_y)·KL(p(x) ‖ p(x')), with
+//! (a, b) = (1, β) or (1/(1 + β), β/(1 + β)) ([`TradesScaling`]) and x' from the KL attack in
+//! eval mode at budget ε_y. The clean distribution is not detached (as in
+//! `yaodongyu/TRADES:trades.py`).
+
+use serde::{Deserialize, Serialize};
+use tch::nn::ModuleT;
+use tch::{Kind, Tensor};
+
+use super::{
+    Objective, StepContext, StepOutput, TradesScaling, absolute_step, ce, correct_of, kl,
+    per_sample, planned_step, prepare,
+};
+use crate::attack::{Attack, AttackInput, Pgd};
+use crate::error::Result;
+
+/// TRADES.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trades {
+    pub attack: Pgd,
+    pub scaling: TradesScaling,
+}
+
+/// (a(β_y), b(β_y)) per sample.
+pub(crate) fn term_weights(scaling: TradesScaling, beta: &Tensor) -> (Tensor, Tensor) {
+    match scaling {
+        TradesScaling::Paper => (beta.ones_like(), beta.shallow_clone()),
+        TradesScaling::Reference => {
+            let d = beta + 1.0;
+            (d.reciprocal(), beta / d)
+        }
+    }
+}
+
+impl Objective for Trades {
+    fn describe(&self) -> String {
+        format!("trades {:?} ({})", self.scaling, self.attack.describe())
+    }
+
+    fn uses_beta(&self) -> bool {
+        true
+    }
+
+    fn attack_step(&self, eps: f64) -> f64 {
+        absolute_step(self.attack.step, eps)
+    }
+
+    fn loss(
+        &self,
+        model: &dyn ModuleT,
+        x: &Tensor,
+        y: &Tensor,
+        ctx: StepContext<'_>,
+    ) -> Result<StepOutput> {
+        let eps = prepare(x, y, ctx.plan)?;
+        let attack = Pgd {
+            step: planned_step(self.attack.step, ctx.plan),
+            ..self.attack
+        };
+        let input = AttackInput {
+            x,
+            y,
+            eps: &eps,
+            train: false,
+        };
+        let x_adv = attack.perturb(model, &input)?;
+        let z = model.forward_t(x, true);
+        let z_adv = model.forward_t(&x_adv, true);
+        let (a, b) = term_weights(self.scaling, &per_sample(&ctx.plan.beta, y));
+        let u = a * per_sample(&ctx.plan.natural_weight, y);
+        let v = b * per_sample(&ctx.plan.boundary_weight, y);
+        let per_sample_loss = u * ce(&z, y) + v * kl(&z, &z_adv);
+        Ok(StepOutput {
+            loss: per_sample_loss.mean(Kind::Float),
+            correct: correct_of(&z_adv, y),
+        })
+    }
+}
