@@ -33,6 +33,11 @@ pub struct TrainArgs {
     /// /usr/share/datasets]. A `root` in the config's data source takes precedence.
     #[arg(long, env = "CLASSWISE_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Override a configuration value: `--set key=value` with a dotted key (`train.eps=0.05`,
+    /// `rule.lambda1=0.3`, `epochs=3`), repeatable; validated like the file and written into
+    /// the run's resolved config.toml. A resume must repeat the same overrides.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
 }
 
 /// The commit this binary was built from (see `build.rs`).
@@ -111,7 +116,8 @@ pub struct BenchArgs {
 pub fn train(a: &TrainArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&a.config)
         .with_context(|| format!("reading {}", a.config.display()))?;
-    let config = RunConfig::from_toml(&text).with_context(|| format!("{}", a.config.display()))?;
+    let config = RunConfig::from_toml_with_overrides(&text, &a.set)
+        .with_context(|| format!("{}", a.config.display()))?;
     let out = a
         .out
         .clone()

@@ -401,3 +401,142 @@ fn bench_prints_images_per_second() {
         "{t}"
     );
 }
+
+/// `fmnist-at-cfa` for three short epochs (shortened with `--set`): class-wise ε_k = (λ₁ + t_k)·ε
+/// from the previous epoch's logged t_k after the one warm-up epoch, FAWA's decisions in
+/// metrics.jsonl (keep before its start, then the first acceptance copied, then averaged), the
+/// FAWA and selection reports, and a resume that ends bit-identical.
+#[test]
+fn fmnist_at_cfa_calibrates_averages_and_resumes_bit_identically() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = root().join("configs/fmnist-at-cfa.toml");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let sets = [
+        "epochs=3",
+        "schedule.pieces=[[2, 0.005]]",
+        "data.train_per_class=50",
+        "data.test_per_class=20",
+        "eval.val_per_class=10",
+        "eval.test_per_class=10",
+        // δ = 0 admits every epoch from start_epoch on, so that the copy and the average both
+        // happen in three epochs.
+        "fawa.delta=0.0",
+    ];
+    let train = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        for s in &sets {
+            args.extend(["--set", s]);
+        }
+        args.extend(extra);
+        let out = classwise(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+    };
+    train(&a, &[]);
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(a.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let floats = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    // Epoch 0 (warm-up): ε for every class. Epochs 1, 2: (0.5 + t_k)·0.1 with t_k of the
+    // epoch before.
+    assert_eq!(lines[0]["rule"], "cfa");
+    assert!(floats(&lines[0]["plan"]["eps"]).iter().all(|&e| e == 0.1));
+    for e in 1..3 {
+        let t = floats(&lines[e - 1]["train_robust"]);
+        let eps = floats(&lines[e]["plan"]["eps"]);
+        assert_eq!(eps.len(), 10);
+        for (k, (&ek, &tk)) in eps.iter().zip(&t).enumerate() {
+            assert!((ek - (0.5 + tk) * 0.1).abs() < 1e-12, "epoch {e} class {k}");
+        }
+        assert!(
+            eps.iter().any(|&x| x != eps[0]),
+            "class-wise budgets differ: {eps:?}"
+        );
+    }
+    // FAWA: keep before start_epoch 1, then a copy, then an average with α = 0.5.
+    let fawa = |e: usize| {
+        lines[e]["averaging"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == "fawa")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(fawa(0)["action"], "Keep");
+    assert_eq!(fawa(1)["action"], "Copy");
+    assert_eq!(fawa(2)["action"]["Average"]["alpha"], 0.5);
+    assert_eq!(fawa(2)["updates"], 2);
+    assert!(fawa(1)["gate_value"].as_f64().unwrap() >= 0.0);
+    assert!(lines[0]["fawa_test"].is_null() && lines[1]["fawa_test"].is_object());
+    for f in [
+        "report.json",
+        "report-ema.json",
+        "report-fawa.json",
+        "report-best.json",
+        "report-best-fawa.json",
+        "selection.json",
+        "checkpoints/best.safetensors",
+        "checkpoints/best-fawa.safetensors",
+    ] {
+        assert!(a.join(f).exists(), "{f}");
+    }
+    let selection: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("selection.json")).unwrap()).unwrap();
+    assert_eq!(selection["strategy"]["kind"], "best-avg-worst");
+    // The resolved configuration records the overrides.
+    let resolved = std::fs::read_to_string(a.join("config.toml")).unwrap();
+    assert!(resolved.contains("delta = 0.0"), "{resolved}");
+    // Stopped after two epochs and resumed: the same weights, averages, logs and reports.
+    train(&b, &["--stop-after", "2"]);
+    train(&b, &["--resume"]);
+    let last = |d: &Path, file: &str| {
+        let state: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.join("state.json")).unwrap()).unwrap();
+        let ck = state["checkpoint"].as_str().unwrap().to_string();
+        std::fs::read(d.join("checkpoints").join(ck).join(file)).unwrap()
+    };
+    for f in ["model.safetensors", "fawa.safetensors", "ema.safetensors"] {
+        assert_eq!(last(&a, f), last(&b, f), "{f} differs after resume");
+    }
+    for f in ["report.json", "report-fawa.json", "report-best.json"] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let without_times = |d: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(d.join("metrics.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                for k in [
+                    "seconds",
+                    "train_seconds",
+                    "train_images_per_second",
+                    "eval_seconds",
+                ] {
+                    v.as_object_mut().unwrap().remove(k);
+                }
+                v
+            })
+            .collect()
+    };
+    assert_eq!(without_times(&a), without_times(&b));
+}

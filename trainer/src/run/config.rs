@@ -246,6 +246,28 @@ impl RunConfig {
         Ok(c)
     }
 
+    /// Parses TOML after applying `--set key=value` overrides: `key` is a dotted path
+    /// (`train.eps`, `rule.lambda1`, `data.train_per_class`), created when missing; `value` is a
+    /// TOML value (`0.1`, `"8/255"`, `[[1, 0.005]]`, `{ kind = "cfa", lambda1 = 0.5, begin = 1 }`)
+    /// or, when it does not parse as one, a string. The result is validated like a file.
+    pub fn from_toml_with_overrides(text: &str, overrides: &[String]) -> Result<RunConfig> {
+        if overrides.is_empty() {
+            return RunConfig::from_toml(text);
+        }
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+            invalid(
+                "config",
+                e.message(),
+                format!("a valid run configuration ({e})"),
+            )
+        })?;
+        for o in overrides {
+            apply_override(&mut table, o)?;
+        }
+        let text = toml::to_string(&table).map_err(|e| invalid("--set", e, "serialisable"))?;
+        RunConfig::from_toml(&text)
+    }
+
     pub fn to_toml(&self) -> Result<String> {
         toml::to_string_pretty(self).map_err(|e| invalid("config", e, "serialisable"))
     }
@@ -351,4 +373,43 @@ impl RunConfig {
             .map_or(Needs::default(), |f| Averaging::Fawa(f).needs());
         fawa.or(self.select.needs())
     }
+}
+
+/// Applies one `key=value` override to a parsed configuration.
+fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
+    let (key, value) = item.split_once('=').ok_or_else(|| {
+        invalid(
+            "--set",
+            item,
+            "key=value with a dotted key, e.g. train.eps=0.1",
+        )
+    })?;
+    let key = key.trim();
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(invalid("--set", item, "a dotted key such as rule.lambda1"));
+    }
+    let value = match toml::from_str::<toml::Table>(&format!("v = {}", value.trim())) {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| value.trim().into()),
+        Err(_) => toml::Value::String(value.trim().to_string()),
+    };
+    let (last, path) = parts.split_last().unwrap_or((&key, &[]));
+    let mut here = table;
+    for (i, p) in path.iter().enumerate() {
+        let entry = here
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        here = entry.as_table_mut().ok_or_else(|| {
+            invalid(
+                "--set",
+                item,
+                format!(
+                    "a key inside a table, but `{}` is not a table",
+                    parts[..=i].join(".")
+                ),
+            )
+        })?;
+    }
+    here.insert(last.to_string(), value);
+    Ok(())
 }
