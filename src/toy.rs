@@ -555,7 +555,7 @@ fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
         let n = r.test_robust.len() as f64;
         let avg = r.test_robust.iter().sum::<f64>() / n;
         let worst = r.test_robust.iter().copied().fold(f64::INFINITY, f64::min);
-        let eps: Vec<String> = r.plan.epsilon.iter().map(|e| format!("{e:.3}")).collect();
+        let eps: Vec<String> = r.plan.eps.iter().map(|e| format!("{e:.3}")).collect();
         let _ = writeln!(
             out,
             "{:>5} {avg:>9.4} {worst:>9.4} {:>10.4}  {}",

@@ -175,7 +175,7 @@ fn multiclass_reports_history_and_tables() {
         for key in ["train_robust", "val_robust", "test_clean", "test_robust"] {
             assert_eq!(h[key].as_array().unwrap().len(), k, "{key}");
         }
-        assert_eq!(h["plan"]["epsilon"].as_array().unwrap().len(), k);
+        assert_eq!(h["plan"]["eps"].as_array().unwrap().len(), k);
     }
     let robust = &r["final_model"]["robust"];
     let per: Vec<f64> = robust["per_class"]

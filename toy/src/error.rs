@@ -1,5 +1,6 @@
 //! The crate's error type.
 
+use classwise_core::CoreError;
 use classwise_theory::TheoryError;
 
 /// Invalid input to a simulation. Each variant names the offending parameter and what was
@@ -23,6 +24,11 @@ pub enum ToyError {
 
     #[error(transparent)]
     Theory(#[from] TheoryError),
+
+    /// Invalid settings or observations of a class-wise rule or a weight average
+    /// ([`classwise_core`]); the error names the field.
+    #[error(transparent)]
+    Core(#[from] CoreError),
 }
 
 pub type Result<T, E = ToyError> = std::result::Result<T, E>;

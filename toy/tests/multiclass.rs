@@ -8,6 +8,7 @@
 
 use std::sync::OnceLock;
 
+use classwise_core::CoreError;
 use classwise_toy::ToyError;
 use classwise_toy::multiclass::attack::{
     AttackLoss, PgdConfig, fat_pgd, is_robustly_correct, pgd, robust_margin, worst_case_margins,
@@ -87,6 +88,28 @@ fn loss_gradients_match_finite_differences() {
         assert!(same.value.abs() < 1e-12);
         assert!(kl_divergence(&z, &za).value > 0.0);
         assert!(cross_entropy(&z, y).value > 0.0);
+    }
+}
+
+/// The plan's class weights become the loss's term weights: TRADES scales them by CFA eq. (8)'s
+/// 1/(1 + β_y) and β_y/(1 + β_y) with the class's own β_y; the other bases use the natural weight
+/// alone.
+#[test]
+fn term_weights_scale_the_plan_by_the_base() {
+    let plan = ClassPlan {
+        eps: vec![0.3, 0.3],
+        beta: vec![6.0, 3.0],
+        natural_weight: vec![1.0, 0.5],
+        boundary_weight: vec![2.0, 1.0],
+        step_size: None,
+    };
+    let trades = Base::Trades { beta: 6.0 };
+    let (u, v) = trades.term_weights(&plan, 0);
+    assert!((u - 1.0 / 7.0).abs() < 1e-15 && (v - 2.0 * 6.0 / 7.0).abs() < 1e-15);
+    let (u, v) = trades.term_weights(&plan, 1);
+    assert!((u - 0.5 / 4.0).abs() < 1e-15 && (v - 3.0 / 4.0).abs() < 1e-15);
+    for base in [Base::Natural, Base::PgdAt, Base::Fat { tau: 3 }] {
+        assert_eq!(base.term_weights(&plan, 1), (0.5, 0.0), "{base:?}");
     }
 }
 
@@ -347,8 +370,8 @@ fn all_equal(v: &[f64]) -> bool {
 /// first epoch, and the uniform rule never does.
 fn assert_the_rule_acts(r: &RunReport) {
     let (label, epochs) = (&r.label, r.config.epochs);
-    let uniform = |p: &EpochPlan| {
-        p.epsilon.iter().all(|&e| e == r.config.epsilon)
+    let uniform = |p: &ClassPlan| {
+        p.eps.iter().all(|&e| e == r.config.epsilon)
             && all_equal(&p.natural_weight)
             && all_equal(&p.boundary_weight)
     };
@@ -360,18 +383,13 @@ fn assert_the_rule_acts(r: &RunReport) {
         );
     };
     match r.config.rule {
-        Rule::Uniform => assert!(r.history.iter().all(|h| uniform(&h.plan)), "{label}"),
-        Rule::Cfa(s) => {
+        RuleConfig::Uniform => assert!(r.history.iter().all(|h| uniform(&h.plan)), "{label}"),
+        RuleConfig::Cfa(s) => {
             uniform_before(s.begin);
             for h in &r.history[s.begin..] {
-                assert!(
-                    !all_equal(&h.plan.epsilon),
-                    "{label}: no CCM at {}",
-                    h.epoch
-                );
+                assert!(!all_equal(&h.plan.eps), "{label}: no CCM at {}", h.epoch);
                 if s.ccr {
-                    let beta = h.plan.beta.as_deref().expect("TRADES base");
-                    assert!(!all_equal(beta), "{label}: no CCR at {}", h.epoch);
+                    assert!(!all_equal(&h.plan.beta), "{label}: no CCR at {}", h.epoch);
                 }
             }
             let start = r.config.fawa.expect("CFA presets use FAWA").start_epoch;
@@ -385,7 +403,7 @@ fn assert_the_rule_acts(r: &RunReport) {
                 "{label}: FAWA = last iterate"
             );
         }
-        Rule::Frl(s) => {
+        RuleConfig::Frl(s) => {
             uniform_before(s.begin);
             assert!(
                 !uniform(&r.history[s.begin].plan),
@@ -393,7 +411,7 @@ fn assert_the_rule_acts(r: &RunReport) {
                 s.begin
             );
         }
-        Rule::Wat(_) => {
+        RuleConfig::Wat(_) => {
             uniform_before(1);
             assert!(
                 r.history[1..]
@@ -433,11 +451,23 @@ fn runs_are_deterministic_in_the_seed() {
     }
 }
 
-fn invalid_name(r: Result<RunReport, ToyError>) -> &'static str {
+fn invalid_name(r: Result<RunReport, ToyError>) -> String {
     match r {
-        Err(ToyError::InvalidParameter { name, .. }) => name,
-        Err(ToyError::LengthMismatch { what, .. }) => what,
+        Err(ToyError::InvalidParameter { name, .. }) => name.to_string(),
+        Err(ToyError::LengthMismatch { what, .. }) => what.to_string(),
+        Err(ToyError::Core(CoreError::Invalid { field, .. })) => field,
         other => panic!("expected a parameter error, got {other:?}"),
+    }
+}
+
+/// Every preset configuration survives a JSON round trip (the CLI's `--config` files).
+#[test]
+fn configurations_round_trip_through_json() {
+    for m in METHODS {
+        let c = RunConfig::preset_named(m).expect("known method");
+        let json = serde_json::to_string(&c).expect("json");
+        let back: RunConfig = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back, c, "{m}: {json}");
     }
 }
 
@@ -468,28 +498,35 @@ fn bad_configurations_are_errors_naming_the_field() {
                 alpha: 0.85,
                 delta: 2.0,
                 start_epoch: 0,
+                comparison: FawaComparison::AtLeast,
+                gate: FawaGate::WorstClass,
             })
+        }),
+        ("fawa.gate.fraction", |c| {
+            if let Some(f) = &mut c.fawa {
+                f.gate = FawaGate::WorstFraction { fraction: 0.0 };
+            }
         }),
         ("ema_alpha", |c| c.ema_alpha = Some(-0.5)),
         ("rule.ccr", |c| {
             c.base = Base::PgdAt;
-            c.rule = Rule::Cfa(CfaSettings::for_base(&Base::Trades { beta: 6.0 }, 1));
+            c.rule = RuleConfig::Cfa(cfa_paper_settings(&Base::Trades { beta: 6.0 }, 1));
         }),
         ("rule.lambda1", |c| {
-            c.rule = Rule::Cfa(CfaSettings {
+            c.rule = RuleConfig::Cfa(CfaSettings {
                 lambda1: -1.0,
-                ..CfaSettings::for_base(&c.base, 1)
+                ..cfa_paper_settings(&c.base, 1)
             })
         }),
         ("rule.eta", |c| {
-            c.rule = Rule::Wat(WatSettings { eta: -1.0 })
+            c.rule = RuleConfig::Wat(WatSettings { eta: -1.0 })
         }),
-        ("base", |c| {
+        ("rule.kind", |c| {
             c.base = Base::PgdAt;
-            c.rule = Rule::Frl(FrlSettings::reweight_remargin(1, 40));
+            c.rule = RuleConfig::Frl(FrlSettings::reweight_remargin(1, 40));
         }),
         ("rule.lim", |c| {
-            c.rule = Rule::Frl(FrlSettings {
+            c.rule = RuleConfig::Frl(FrlSettings {
                 lim: 1.5,
                 ..FrlSettings::reweight_remargin(1, 40)
             })
@@ -615,24 +652,18 @@ fn cfa_ccm_gives_easy_classes_larger_budgets() {
     // and every class's ε_k reproduces eq. (6) from the recorded t_k.
     for method in ["cfa-at", "cfa-trades"] {
         let r = report(method, 0);
-        let Rule::Cfa(s) = r.config.rule else {
+        let RuleConfig::Cfa(s) = r.config.rule else {
             panic!("cfa rule")
         };
         for pair in r.history.windows(2).skip(s.begin) {
             let (prev, cur) = (&pair[0], &pair[1]);
-            for (e, t) in cur.plan.epsilon.iter().zip(&prev.train_robust) {
+            for (e, t) in cur.plan.eps.iter().zip(&prev.train_robust) {
                 assert!((e - (s.lambda1 + t) * r.config.epsilon).abs() < 1e-12);
             }
         }
-        let eps = &r.history.last().expect("epochs").plan.epsilon;
+        let eps = &r.history.last().expect("epochs").plan.eps;
         assert!(eps[0] > eps[4], "{method}: {eps:?}");
-        assert!(
-            r.history[0]
-                .plan
-                .epsilon
-                .iter()
-                .all(|&e| e == r.config.epsilon)
-        );
+        assert!(r.history[0].plan.eps.iter().all(|&e| e == r.config.epsilon));
     }
 }
 
@@ -676,6 +707,12 @@ fn reports_hold_every_model_table() {
             .filter(|h| h.fawa != Some(classwise_theory::calibration::AverageAction::Keep))
             .count();
         assert_eq!(accepted, r.fawa_accepted);
+        // The selected iterate is WAT's argmin over epochs of the largest class cost.
+        let costs: Vec<Vec<f64>> = r.history.iter().map(|h| h.val_costs.clone()).collect();
+        assert_eq!(
+            r.selected.epoch,
+            classwise_theory::calibration::wat_select_iterate(&costs).unwrap()
+        );
         assert_eq!(r.fawa.is_some(), accepted > 0);
         let table = &r.final_model.robust;
         assert_eq!(table.per_class.len(), 5);
@@ -709,7 +746,7 @@ fn shorter_presets_scale_their_epoch_settings() {
     assert_eq!(short.fawa.map(|f| f.start_epoch), Some(3));
     let frl = RunConfig::preset_with_epochs(Method::Frl, 12);
     match frl.rule {
-        Rule::Frl(s) => assert_eq!((s.begin, s.halve_every), (3, 12)),
+        RuleConfig::Frl(s) => assert_eq!((s.begin, s.halve_every), (3, 12)),
         other => panic!("{other:?}"),
     }
     short.validate().unwrap();

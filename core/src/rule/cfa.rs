@@ -60,7 +60,9 @@ pub struct Cfa {
     state: CfaState,
 }
 
+/// Unknown fields are refused: another rule's state must not restore as an empty one.
 #[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CfaState {
     /// t_k of the last observed epoch.
     prev_train_robust: Option<Vec<f64>>,

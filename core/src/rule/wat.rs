@@ -29,7 +29,9 @@ pub struct Wat {
     state: WatState,
 }
 
+/// Unknown fields are refused: another rule's state must not restore as an empty one.
 #[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct WatState {
     /// The validation cost vectors observed so far, one per epoch.
     history: Vec<Vec<f64>>,

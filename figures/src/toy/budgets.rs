@@ -3,7 +3,7 @@
 //! eq. (7)); WAT's Hedge class weights (WAT Algorithm 1, eq. (12)); FRL-RWRM's Lagrangian class
 //! weights of the natural and boundary terms (Xu et al. 2021). One line per class.
 
-use classwise_toy::multiclass::{CfaBase, EpochPlan, Method, RunReport};
+use classwise_toy::multiclass::{CfaBase, Method, RunReport};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::HPos;
@@ -39,10 +39,9 @@ pub struct MulticlassBudgets {
     /// β_k of TRADES + CFA.
     pub cfa_beta: PerClassSeries,
     /// WAT's per-class sample weight s_k = w_k + w_K, rescaled to mean 1 (the toy's choice):
-    /// the plan's natural-term weight divided by TRADES's 1/(1 + β).
+    /// the plan's natural-term weight.
     pub wat_weight: PerClassSeries,
-    /// FRL's K·w₀,k (natural term) and K·w₁,k (boundary term): the plan's weights divided by
-    /// TRADES's 1/(1 + β) and β/(1 + β).
+    /// FRL's K·w₀,k (natural term) and K·w₁,k (boundary term): the plan's weights.
     pub frl_natural: PerClassSeries,
     pub frl_boundary: PerClassSeries,
 }
@@ -55,33 +54,21 @@ fn by_class(rows: &[Vec<f64>]) -> PerClassSeries {
         .collect()
 }
 
-/// The plan's weight of class k relative to the plain TRADES weight of the same term:
-/// `natural`: u_k·(1 + β_k); otherwise v_k·(1 + β_k)/β_k.
+/// The plan's class weight of the natural (`natural`) or boundary term per class: relative to
+/// the plain TRADES weight of the same term (the loss applies TRADES's 1/(1 + β_k) and
+/// β_k/(1 + β_k) on top).
 fn relative_weights(report: &RunReport, natural: bool) -> Result<PerClassSeries> {
-    let rows = report
+    let rows: Vec<Vec<f64>> = report
         .history
         .iter()
         .map(|r| {
-            let p: &EpochPlan = &r.plan;
-            let beta = p
-                .beta
-                .as_ref()
-                .ok_or_else(|| invalid("plan.beta", "none", "a TRADES run"))?;
-            Ok(if natural {
-                p.natural_weight
-                    .iter()
-                    .zip(beta)
-                    .map(|(u, b)| u * (1.0 + b))
-                    .collect()
+            if natural {
+                r.plan.natural_weight.clone()
             } else {
-                p.boundary_weight
-                    .iter()
-                    .zip(beta)
-                    .map(|(v, b)| v * (1.0 + b) / b)
-                    .collect()
-            })
+                r.plan.boundary_weight.clone()
+            }
         })
-        .collect::<Result<Vec<Vec<f64>>>>()?;
+        .collect();
     Ok(by_class(&rows))
 }
 

@@ -2,16 +2,20 @@
 //! the per-sample loss and its gradient are defined, so every class-wise rule composes with every
 //! base.
 //!
-//! With class weights u_y (`natural_weight`) and v_y (`boundary_weight`) from an
-//! [`EpochPlan`](super::rule::EpochPlan), the per-sample loss is
+//! A sample of class y is trained with the entries of class y of the epoch's
+//! [`ClassPlan`] (from a [`classwise_core`] rule): budget ε_y, trade-off β_y and the weights
+//! n_y (`natural_weight`) and m_y (`boundary_weight`). [`Base::term_weights`] turns them into the
+//! weights u_y, v_y of the loss's two terms:
 //!
-//! * `Natural`: u_y·CE(f(x), y);
-//! * `PgdAt` and `Fat`: u_y·CE(f(x'), y) with x' from CE-PGD (resp. early-stopped PGD);
-//! * `Trades`: u_y·CE(f(x), y) + v_y·KL(p(x) ‖ p(x')) with x' from KL-PGD. CFA eq. (8) is the
-//!   case u_y = 1/(1 + β_y), v_y = β_y/(1 + β_y).
+//! * `Natural`: u_y·CE(f(x), y), u_y = n_y;
+//! * `PgdAt` and `Fat`: u_y·CE(f(x'), y) with x' from CE-PGD (resp. early-stopped PGD), u_y = n_y;
+//! * `Trades`: u_y·CE(f(x), y) + v_y·KL(p(x) ‖ p(x')) with x' from KL-PGD, u_y = n_y/(1 + β_y)
+//!   and v_y = m_y·β_y/(1 + β_y) ([`TradesScaling::Reference`]: CFA eq. (8), which the reference
+//!   code applies to vanilla TRADES too, `PKU-ML/CFA:train.py`).
 //!
 //! The batch loss is the mean of the per-sample losses.
 
+use classwise_core::{ClassPlan, TradesScaling};
 use rand::rngs::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +71,18 @@ impl Base {
             Base::PgdAt => "at",
             Base::Trades { .. } => "trades",
             Base::Fat { .. } => "fat",
+        }
+    }
+
+    /// (u_y, v_y): the weights of the loss's first (CE) and second (KL) term for a sample of
+    /// class `y` under `plan` (see the module docs); v_y = 0 for the bases without a KL term.
+    pub fn term_weights(&self, plan: &ClassPlan, y: usize) -> (f64, f64) {
+        match self {
+            Base::Trades { .. } => {
+                let (a, b) = TradesScaling::Reference.term_weights(plan.beta[y]);
+                (plan.natural_weight[y] * a, plan.boundary_weight[y] * b)
+            }
+            Base::Natural | Base::PgdAt | Base::Fat { .. } => (plan.natural_weight[y], 0.0),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Multi-class toys: K Gaussian classes of different difficulty, a linear softmax model, and
 //! natural / PGD-AT / TRADES / FAT training combined with the class-wise rules of CFA, WAT and
-//! FRL. A whole run takes a fraction of a second, so a course can watch class-wise robust
+//! FRL ([`classwise_core`], the same implementations the libtorch trainer uses). A whole run takes a fraction of a second, so a course can watch class-wise robust
 //! unfairness appear and test each fix.
 //!
 //! # Entry point
@@ -29,7 +29,9 @@
 //! * [`model`]: the linear softmax model, CE and KL with analytic gradients;
 //! * [`attack`]: exact worst case, PGD with per-sample ε, FAT's early-stopped PGD;
 //! * [`loss`]: the base losses with class-wise weights;
-//! * [`rule`]: the class-wise rules (uniform, CFA, WAT, FRL) behind one trait;
+//! * the class-wise rules (uniform, CFA, WAT, FRL) behind one trait, [`ClassRule`], the FAWA and
+//!   EMA decisions and WAT's model selection come from [`classwise_core`] (re-exported here:
+//!   [`RuleConfig`], [`ClassPlan`], [`ClassStats`], the rules' settings, [`FawaSettings`]);
 //! * [`train`], [`eval`]: one epoch of SGD, class-wise evaluation;
 //! * [`run`](mod@run): configuration, presets, the epoch loop, the report.
 //!
@@ -40,17 +42,17 @@ pub mod data;
 pub mod eval;
 pub mod loss;
 pub mod model;
-pub mod rule;
 pub mod run;
 pub mod train;
 
+pub use classwise_core::average::{FawaGate, FawaSettings};
+pub use classwise_core::rule::{CfaSettings, FrlSettings, WatSettings};
+pub use classwise_core::{ClassPlan, ClassRule, ClassStats, RuleConfig, RuleContext};
+pub use classwise_theory::calibration::FawaComparison;
 pub use data::{DATA_PRESETS, Dataset, Split, Splits, ToyData};
 pub use loss::Base;
 pub use model::Linear;
-pub use rule::{
-    CfaSettings, ClassRule, EpochObservation, EpochPlan, FrlSettings, Rule, WatSettings,
-};
 pub use run::{
-    CfaBase, EpochRecord, FawaSettings, METHODS, Method, ModelReport, PRESET_EPOCHS,
-    ParseMethodError, RunConfig, RunReport, SelectedReport, run,
+    CfaBase, EpochRecord, METHODS, Method, ModelReport, PRESET_EPOCHS, ParseMethodError, RunConfig,
+    RunReport, SelectedReport, cfa_paper_settings, run,
 };

@@ -3,10 +3,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use classwise_theory::calibration::{
-    AverageAction, FawaComparison, FawaConfig, ema_action, fawa_action, wat_select_iterate,
-    wat_validation_costs,
-};
+use classwise_core::average::{Averager, Averaging, EmaSettings, FawaGate, FawaSettings};
+use classwise_core::rule::{CfaSettings, FrlSettings, WatSettings};
+use classwise_core::select::{EpochScore, Selection, Selector};
+use classwise_core::{ClassPlan, ClassStats, RuleConfig, RuleContext};
+use classwise_theory::calibration::{AverageAction, FawaComparison, wat_validation_costs};
 use classwise_theory::metrics::ClassAccuracySummary;
 use serde::{Deserialize, Serialize};
 
@@ -15,12 +16,8 @@ use super::data::{Dataset, ToyData};
 use super::eval::{evaluate, trades_loss_sums};
 use super::loss::Base;
 use super::model::Linear;
-use super::rule::{
-    CfaSettings, EpochObservation, EpochPlan, FrlSettings, Rule, RuleContext, WatSettings,
-    build_rule,
-};
 use super::train::{EpochRng, Sgd, train_epoch};
-use crate::error::{Result, require, require_count};
+use crate::error::{Result, ToyError, require, require_count};
 use crate::rng::{stream, stream_id};
 
 /// Stream tags of the epoch loop (data uses 16, init 17).
@@ -108,17 +105,6 @@ impl fmt::Display for Method {
     }
 }
 
-/// FAWA settings (CFA Sec. 4.3, `PKU-ML/CFA:train.py`), scaled to the toy's epoch count.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct FawaSettings {
-    /// Decay α (0.85 in the paper).
-    pub alpha: f64,
-    /// Threshold δ on the worst-class validation robust accuracy.
-    pub delta: f64,
-    /// First 0-based epoch that may be averaged (paper: 50 of 200).
-    pub start_epoch: usize,
-}
-
 /// Everything a run needs. Build one with [`RunConfig::preset`] and adjust fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
@@ -144,11 +130,14 @@ pub struct RunConfig {
     /// β of the validation TRADES cost (WAT's costs and its model-selection rule).
     pub cost_beta: f64,
     pub base: Base,
-    pub rule: Rule,
-    /// Fairness-aware weight averaging (CFA); `None` disables it.
+    /// The class-wise rule ([`classwise_core::rule`]), in the context of `base`, `epsilon` and
+    /// `attack.step_size` ([`RunConfig::rule_context`]).
+    pub rule: RuleConfig,
+    /// Fairness-aware weight averaging (CFA, [`classwise_core::average`]), decided after each
+    /// epoch from the class-wise validation robust accuracy at ε; `None` disables it.
     pub fawa: Option<FawaSettings>,
-    /// Plain EMA decay (a control for FAWA: averaging without the fairness gate); `None`
-    /// disables it.
+    /// Plain EMA decay, from epoch 0 (a control for FAWA: averaging without the fairness gate);
+    /// `None` disables it.
     pub ema_alpha: Option<f64>,
 }
 
@@ -176,28 +165,30 @@ impl RunConfig {
         let epsilon = 0.3;
         let trades = Base::Trades { beta: 6.0 };
         let (base, rule) = match method {
-            Method::Natural => (Base::Natural, Rule::Uniform),
-            Method::At => (Base::PgdAt, Rule::Uniform),
-            Method::Trades => (trades, Rule::Uniform),
-            Method::Fat => (Base::Fat { tau: 3 }, Rule::Uniform),
+            Method::Natural => (Base::Natural, RuleConfig::Uniform),
+            Method::At => (Base::PgdAt, RuleConfig::Uniform),
+            Method::Trades => (trades, RuleConfig::Uniform),
+            Method::Fat => (Base::Fat { tau: 3 }, RuleConfig::Uniform),
             Method::Cfa(b) => {
                 let base = match b {
                     CfaBase::At => Base::PgdAt,
                     CfaBase::Trades => trades,
                     CfaBase::Fat => Base::Fat { tau: 3 },
                 };
-                (base, Rule::Cfa(CfaSettings::for_base(&base, 2)))
+                (base, RuleConfig::Cfa(cfa_paper_settings(&base, 2)))
             }
-            Method::Wat => (trades, Rule::Wat(WatSettings { eta: 0.1 })),
+            Method::Wat => (trades, RuleConfig::Wat(WatSettings { eta: 0.1 })),
             Method::Frl => (
                 trades,
-                Rule::Frl(FrlSettings::reweight_remargin(epochs / 4, epochs)),
+                RuleConfig::Frl(FrlSettings::reweight_remargin(epochs / 4, epochs)),
             ),
         };
         let fawa = matches!(method, Method::Cfa(_)).then_some(FawaSettings {
             alpha: 0.85,
             delta: 0.45,
             start_epoch: epochs / 4,
+            comparison: FawaComparison::AtLeast,
+            gate: FawaGate::WorstClass,
         });
         let attack = PgdConfig {
             steps: 10,
@@ -254,9 +245,10 @@ impl RunConfig {
         self.cost_attack.validate("cost_attack.step_size")?;
         non_negative("cost_beta", self.cost_beta)?;
         self.base.validate()?;
-        if let Some(f) = &self.fawa {
-            unit("fawa.alpha", f.alpha)?;
-            unit("fawa.delta", f.delta)?;
+        // Building the rule checks its settings and that it fits the base.
+        self.rule.build(self.rule_context())?;
+        if let Some(f) = self.fawa {
+            Averaging::Fawa(f).validate()?;
         }
         if let Some(a) = self.ema_alpha {
             unit("ema_alpha", a)?;
@@ -264,14 +256,45 @@ impl RunConfig {
         Ok(())
     }
 
-    fn rule_context(&self) -> RuleContext {
+    /// What the class-wise rule shares with the run: K, the plain ε, the TRADES β (none for the
+    /// other bases) and the training attack's step.
+    pub fn rule_context(&self) -> RuleContext {
         RuleContext {
-            base: self.base,
             n_classes: self.data.n_classes,
-            epsilon: self.epsilon,
+            eps: self.epsilon,
+            beta: self.base.trades_beta(),
             step_size: self.attack.step_size,
         }
     }
+
+    /// The FAWA and EMA deciders of a run (either may be off).
+    fn averagers(&self) -> Result<(Option<Averager>, Option<Averager>)> {
+        let fawa = self
+            .fawa
+            .map(|f| Averager::new(Averaging::Fawa(f)))
+            .transpose()?;
+        let ema = self
+            .ema_alpha
+            .map(|alpha| {
+                Averager::new(Averaging::Ema(EmaSettings {
+                    alpha,
+                    start_epoch: 0,
+                }))
+            })
+            .transpose()?;
+        Ok((fawa, ema))
+    }
+}
+
+/// CFA's settings from the paper for a run on `base` (CFA §5.1): CCM with λ₁ = 0.5 on PGD-AT
+/// (and natural training), 0.7 on FAT; λ₁ = 0.3 with CCR (λ₂ = 0.5) on TRADES; calibrated from
+/// 0-based epoch `begin`.
+pub fn cfa_paper_settings(base: &Base, begin: usize) -> CfaSettings {
+    let lambda1 = match base {
+        Base::Fat { .. } => 0.7,
+        Base::Trades { .. } | Base::PgdAt | Base::Natural => 0.5,
+    };
+    CfaSettings::paper(lambda1, base.trades_beta().is_some(), begin)
 }
 
 fn default_data() -> ToyData {
@@ -344,8 +367,9 @@ pub struct SelectedReport {
 pub struct EpochRecord {
     pub epoch: usize,
     pub lr: f64,
-    /// The class-wise plan in force this epoch (ε_k, β_k, loss weights, step size).
-    pub plan: EpochPlan,
+    /// The class-wise plan in force this epoch (ε_k, β_k, class weights of the two loss terms,
+    /// the rule's step size if any); [`Base::term_weights`] gives the loss's weights.
+    pub plan: ClassPlan,
     pub train_loss: f64,
     /// t_k counted on the fly on this epoch's training inputs (as in `PKU-ML/CFA:train.py`).
     pub train_robust: Vec<f64>,
@@ -383,15 +407,13 @@ pub struct RunReport {
 impl RunReport {
     /// ε_k per epoch (rows: epochs, columns: classes), e.g. for the CCM trajectory figure.
     pub fn epsilon_trajectory(&self) -> Vec<Vec<f64>> {
-        self.history
-            .iter()
-            .map(|r| r.plan.epsilon.clone())
-            .collect()
+        self.history.iter().map(|r| r.plan.eps.clone()).collect()
     }
 
     /// β_k per epoch (TRADES base), `None` otherwise.
     pub fn beta_trajectory(&self) -> Option<Vec<Vec<f64>>> {
-        self.history.iter().map(|r| r.plan.beta.clone()).collect()
+        self.config.base.trades_beta()?;
+        Some(self.history.iter().map(|r| r.plan.beta.clone()).collect())
     }
 
     /// Test robust accuracy per epoch and class.
@@ -400,44 +422,13 @@ impl RunReport {
     }
 }
 
-/// The model averages maintained during a run.
-struct Averages {
-    fawa: Option<(FawaConfig, Option<Vec<f64>>)>,
-    fawa_accepted: usize,
-    ema: Option<(f64, Option<Vec<f64>>)>,
-}
-
-impl Averages {
-    /// Applies the FAWA gate (CFA Algorithm 1) and the EMA after `epoch`.
-    fn update(
-        &mut self,
-        epoch: usize,
-        worst_val: f64,
-        params: &[f64],
-    ) -> Result<Option<AverageAction>> {
-        let mut fawa_done = None;
-        if let Some((config, avg)) = &mut self.fawa {
-            let action = fawa_action(config, epoch, worst_val, avg.is_some())?;
-            *avg = apply(action, avg.take(), params)?;
-            if action != AverageAction::Keep {
-                self.fawa_accepted += 1;
-            }
-            fawa_done = Some(action);
-        }
-        if let Some((alpha, avg)) = &mut self.ema {
-            let action = ema_action(epoch, 0, *alpha)?;
-            *avg = apply(action, avg.take(), params)?;
-        }
-        Ok(fawa_done)
-    }
-}
-
+/// Applies an averaging decision to the averaged flat parameters `avg` (`None` while empty).
 fn apply(action: AverageAction, avg: Option<Vec<f64>>, params: &[f64]) -> Result<Option<Vec<f64>>> {
     Ok(match avg {
         Some(a) => Some(action.apply(&a, params)?),
         None if action == AverageAction::Keep => None,
-        // Copy, or an average with nothing to average yet (cannot happen: the first accepted
-        // action is a copy), starts from the current parameters.
+        // Copy, or an average with nothing to average yet (cannot happen: the `Averager` turns
+        // it into a copy), starts from the current parameters.
         None => Some(params.to_vec()),
     })
 }
@@ -450,27 +441,17 @@ pub fn run(config: &RunConfig) -> Result<RunReport> {
     let splits = config.data.sample(config.seed)?;
     let k = config.data.n_classes;
     let mut model = Linear::init(k, config.data.dim(), config.init_scale, config.seed)?;
-    let mut rule = build_rule(&config.rule, config.rule_context())?;
+    let mut rule = config.rule.build(config.rule_context())?;
     let mut sgd = Sgd::new(model.n_params(), config.momentum, config.weight_decay);
-    let mut averages = Averages {
-        fawa: config.fawa.map(|f| {
-            (
-                FawaConfig {
-                    alpha: f.alpha,
-                    delta: f.delta,
-                    start_epoch: f.start_epoch,
-                    comparison: FawaComparison::AtLeast,
-                },
-                None,
-            )
-        }),
-        fawa_accepted: 0,
-        ema: config.ema_alpha.map(|a| (a, None)),
-    };
+    // Each average: its decider and θ̄ (`None` while empty).
+    let (fawa, ema) = config.averagers()?;
+    let mut fawa = fawa.map(|a| (a, None));
+    let mut ema = ema.map(|a| (a, None));
+    // WAT's output rule; the weights of its current choice.
+    let mut selector = Selector::new(Selection::Wat, config.epochs)?;
+    let mut selected = None;
     let n_val = splits.val.len() as f64;
     let mut history = Vec::with_capacity(config.epochs);
-    let mut snapshots = Vec::with_capacity(config.epochs);
-    let mut cost_history = Vec::with_capacity(config.epochs);
     for epoch in 0..config.epochs {
         let plan = rule.plan(epoch)?;
         let lr = config.lr_at(epoch);
@@ -500,19 +481,37 @@ pub fn run(config: &RunConfig) -> Result<RunReport> {
             &mut cost_rng,
         )?;
         let val_costs = wat_validation_costs(&ce, &kl, config.cost_beta, n_val)?;
-        let val_errors = val.errors(&splits.val.y)?;
+        // Every statistic a rule may need is cheap on the toy: all are measured every epoch.
         rule.observe(
             epoch,
-            &EpochObservation {
-                train_robust: &stats.train_robust,
-                val_errors: &val_errors,
-                val_costs: &val_costs,
+            &ClassStats {
+                train_robust: stats.train_robust.clone(),
+                val_clean: Some(val.clean.per_class().to_vec()),
+                val_robust: Some(val.robust.per_class().to_vec()),
+                val_errors: Some(val.errors(&splits.val.y)?),
+                val_costs: Some(val_costs.clone()),
             },
         )?;
         let val_worst_robust = val.robust.worst().value;
-        let fawa = averages.update(epoch, val_worst_robust, model.params())?;
-        snapshots.push(model.to_flat());
-        cost_history.push(val_costs.clone());
+        let fawa_action = match &mut fawa {
+            Some((averager, avg)) => {
+                let d = averager.decide(epoch, Some(val.robust.per_class()))?;
+                *avg = apply(d.action, avg.take(), model.params())?;
+                Some(d.action)
+            }
+            None => None,
+        };
+        if let Some((averager, avg)) = &mut ema {
+            let d = averager.decide(epoch, None)?;
+            *avg = apply(d.action, avg.take(), model.params())?;
+        }
+        let score = EpochScore {
+            avg_plus_worst: None,
+            val_costs: Some(val_costs.clone()),
+        };
+        if selector.offer(epoch, &score)?.keep {
+            selected = Some((epoch, model.to_flat()));
+        }
         history.push(EpochRecord {
             epoch,
             lr,
@@ -525,30 +524,37 @@ pub fn run(config: &RunConfig) -> Result<RunReport> {
             val_costs,
             test_clean: test.clean.per_class().to_vec(),
             test_robust: test.robust.per_class().to_vec(),
-            fawa,
+            fawa: fawa_action,
         });
     }
     let report_of = |params: &[f64]| model_report(config, &splits.test, params);
-    let selected_epoch = wat_select_iterate(&cost_history)?;
+    // The first epoch is always kept (it is the argmin of a one-epoch history).
+    let Some((selected_epoch, selected_params)) = selected else {
+        return Err(ToyError::LengthMismatch {
+            what: "WAT-selected iterates",
+            expected: 1,
+            got: 0,
+        });
+    };
+    debug_assert_eq!(selector.choose(&[]), Some(selected_epoch));
     let selected = SelectedReport {
         epoch: selected_epoch,
-        model: report_of(&snapshots[selected_epoch])?,
+        model: report_of(&selected_params)?,
     };
-    let fawa = match averages.fawa.as_ref().and_then(|(_, a)| a.as_ref()) {
-        Some(p) => Some(report_of(p)?),
-        None => None,
+    let fawa_accepted = fawa.as_ref().map_or(0, |(a, _)| a.state.updates);
+    let averaged = |avg: Option<(Averager, Option<Vec<f64>>)>| match avg.and_then(|(_, p)| p) {
+        Some(p) => report_of(&p).map(Some),
+        None => Ok(None),
     };
-    let ema = match averages.ema.as_ref().and_then(|(_, a)| a.as_ref()) {
-        Some(p) => Some(report_of(p)?),
-        None => None,
-    };
+    let fawa = averaged(fawa)?;
+    let ema = averaged(ema)?;
     Ok(RunReport {
         config: config.clone(),
         label: format!("{}/{}", config.rule.name(), config.base.name()),
         history,
         final_model: report_of(model.params())?,
         fawa,
-        fawa_accepted: averages.fawa_accepted,
+        fawa_accepted,
         ema,
         selected,
     })

@@ -1,7 +1,8 @@
 //! One training epoch: seeded shuffle, mini-batch SGD with momentum (PyTorch's `torch.optim.SGD`,
 //! weight decay on every parameter, as in `PKU-ML/CFA:train.py`), the base loss weighted by the
-//! epoch's class-wise plan, and the on-the-fly count of CFA's t_k (`PKU-ML/CFA:train.py`).
+//! epoch's class-wise plan ([`Base::term_weights`]), and the on-the-fly count of CFA's t_k (`PKU-ML/CFA:train.py`).
 
+use classwise_core::ClassPlan;
 use classwise_theory::metrics::ClassTally;
 use rand::rngs::ChaCha8Rng;
 use rand::seq::SliceRandom;
@@ -10,8 +11,7 @@ use super::attack::PgdConfig;
 use super::data::Dataset;
 use super::loss::Base;
 use super::model::{Linear, argmax};
-use super::rule::EpochPlan;
-use crate::error::{Result, ToyError};
+use crate::error::Result;
 
 /// SGD with momentum: v ← μ·v + (g + λ·θ), θ ← θ − lr·v (torch.optim.SGD, dampening 0).
 #[derive(Debug, Clone, PartialEq)]
@@ -63,17 +63,22 @@ pub fn train_epoch(
     sgd: &mut Sgd,
     data: &Dataset,
     base: &Base,
-    plan: &EpochPlan,
+    plan: &ClassPlan,
     attack: &PgdConfig,
     batch_size: usize,
     lr: f64,
     rng: &mut EpochRng,
 ) -> Result<EpochStats> {
-    check_plan(plan, data.n_classes)?;
+    plan.validate(data.n_classes)?;
+    // The rule's step (FRL's remargin), else the attack's own.
     let attack = PgdConfig {
-        step_size: plan.step_size,
+        step_size: plan.step_size.unwrap_or(attack.step_size),
         ..*attack
     };
+    // (u_y, v_y) of every class.
+    let weights: Vec<(f64, f64)> = (0..data.n_classes)
+        .map(|y| base.term_weights(plan, y))
+        .collect();
     let mut order: Vec<usize> = (0..data.len()).collect();
     order.shuffle(&mut rng.shuffle);
     let mut tally = ClassTally::new(data.n_classes)?;
@@ -83,18 +88,12 @@ pub fn train_epoch(
         grad.iter_mut().for_each(|g| *g = 0.0);
         for &i in batch {
             let (x, y) = (data.row(i), data.y[i]);
-            let x_adv =
-                base.training_input(model, x, y, plan.epsilon[y], &attack, &mut rng.attack)?;
+            let x_adv = base.training_input(model, x, y, plan.eps[y], &attack, &mut rng.attack)?;
             let z = model.logits(x);
             let z_adv = model.logits(&x_adv);
             tally.add(y, argmax(&z_adv) == y)?;
-            let l = base.sample_loss(
-                &z,
-                &z_adv,
-                y,
-                plan.natural_weight[y],
-                plan.boundary_weight[y],
-            );
+            let (u, v) = weights[y];
+            let l = base.sample_loss(&z, &z_adv, y, u, v);
             loss_sum += l.value;
             model.accumulate_param_grad(&l.grad_clean, x, &mut grad);
             model.accumulate_param_grad(&l.grad_adv, &x_adv, &mut grad);
@@ -112,21 +111,4 @@ pub fn train_epoch(
         train_robust,
         mean_loss: loss_sum / data.len().max(1) as f64,
     })
-}
-
-fn check_plan(plan: &EpochPlan, k: usize) -> Result<()> {
-    for (what, v) in [
-        ("plan.epsilon", &plan.epsilon),
-        ("plan.natural_weight", &plan.natural_weight),
-        ("plan.boundary_weight", &plan.boundary_weight),
-    ] {
-        if v.len() != k {
-            return Err(ToyError::LengthMismatch {
-                what,
-                expected: k,
-                got: v.len(),
-            });
-        }
-    }
-    Ok(())
 }
