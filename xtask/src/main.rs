@@ -197,8 +197,9 @@ fn cargo() -> Command {
 }
 
 /// Packages that must build and test with no libtorch anywhere.
-const PURE: [&str; 4] = [
+const PURE: [&str; 5] = [
     "classwise-theory",
+    "classwise-core",
     "classwise-toy",
     "classwise-figures",
     "xtask",
