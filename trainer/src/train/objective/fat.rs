@@ -8,12 +8,11 @@
 //! the attack in train mode, `PKU-ML/CFA:attack.py`).
 
 use serde::{Deserialize, Serialize};
+use tch::Tensor;
 use tch::nn::ModuleT;
-use tch::{Kind, Tensor};
 
 use super::{
-    Objective, StepContext, StepOutput, absolute_step, ce, correct_of, per_sample, planned_step,
-    prepare,
+    Objective, StepContext, StepOutput, absolute_step, planned_step, prepare, weighted_ce,
 };
 use crate::attack::{AttackInput, EarlyStoppedPgd};
 use crate::error::{Result, invalid};
@@ -94,11 +93,6 @@ impl Objective for Fat {
             train: self.attack_train_mode,
         };
         let x_adv = attack.run(model, &input)?.x_adv;
-        let z = model.forward_t(&x_adv, true);
-        let w = per_sample(&ctx.plan.natural_weight, y);
-        Ok(StepOutput {
-            loss: (ce(&z, y) * w).mean(Kind::Float),
-            correct: correct_of(&z, y),
-        })
+        Ok(weighted_ce(model, &x_adv, y, ctx.plan))
     }
 }

@@ -14,10 +14,9 @@ use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::{
-    Objective, StepContext, StepOutput, absolute_step, ce, correct_of, per_sample, planned_step,
-    prepare,
+    Objective, StepContext, StepOutput, absolute_step, adversarial, ce, correct_of, per_sample,
 };
-use crate::attack::{Attack, AttackInput, Pgd};
+use crate::attack::{Attack, Pgd};
 use crate::error::Result;
 
 /// MART.
@@ -68,18 +67,7 @@ impl Objective for Mart {
         y: &Tensor,
         ctx: StepContext<'_>,
     ) -> Result<StepOutput> {
-        let eps = prepare(x, y, ctx.plan)?;
-        let attack = Pgd {
-            step: planned_step(self.attack.step, ctx.plan),
-            ..self.attack
-        };
-        let input = AttackInput {
-            x,
-            y,
-            eps: &eps,
-            train: false,
-        };
-        let x_adv = attack.perturb(model, &input)?;
+        let x_adv = adversarial(model, x, y, ctx.plan, &self.attack, false)?;
         let z = model.forward_t(x, true);
         let z_adv = model.forward_t(&x_adv, true);
         let per = mart_per_sample(

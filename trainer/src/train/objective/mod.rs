@@ -28,7 +28,7 @@ use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::plan::ClassPlan;
-use crate::attack::{Budget, StepSize};
+use crate::attack::{Attack, AttackInput, Budget, Pgd, StepSize};
 use crate::error::{Result, invalid};
 
 /// The loss of one batch and what it measured.
@@ -168,8 +168,58 @@ pub(crate) fn prepare(x: &Tensor, y: &Tensor, plan: &ClassPlan) -> Result<Budget
     if n == 0 {
         return Err(invalid("batch", "0 samples", "at least one sample"));
     }
-    plan.validate(plan.n_classes())?;
+    // One value per class: the longest vector sets K, so a short one is the one named.
+    let k = [
+        plan.eps.len(),
+        plan.beta.len(),
+        plan.natural_weight.len(),
+        plan.boundary_weight.len(),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    plan.validate(k)?;
     Budget::per_class(&plan.eps, y)
+}
+
+/// x' from the CE/KL-PGD `attack` at the plan's per-sample budgets ε_{y_i} and step override,
+/// the model in train mode during the attack when `train` is set. Checks the batch and the plan.
+pub(crate) fn adversarial(
+    model: &dyn ModuleT,
+    x: &Tensor,
+    y: &Tensor,
+    plan: &ClassPlan,
+    attack: &Pgd,
+    train: bool,
+) -> Result<Tensor> {
+    let eps = prepare(x, y, plan)?;
+    let attack = Pgd {
+        step: planned_step(attack.step, plan),
+        ..*attack
+    };
+    let input = AttackInput {
+        x,
+        y,
+        eps: &eps,
+        train,
+    };
+    attack.perturb(model, &input)
+}
+
+/// The weighted mean CE on `input` (the training input: x, x' or FAT's x̃), forwarded in train
+/// mode, and its per-sample correctness.
+pub(crate) fn weighted_ce(
+    model: &dyn ModuleT,
+    input: &Tensor,
+    y: &Tensor,
+    plan: &ClassPlan,
+) -> StepOutput {
+    let z = model.forward_t(input, true);
+    let w = per_sample(&plan.natural_weight, y);
+    StepOutput {
+        loss: (ce(&z, y) * w).mean(Kind::Float),
+        correct: correct_of(&z, y),
+    }
 }
 
 /// The attack's step with the plan's override (FRL's remargin) applied.

@@ -1,9 +1,9 @@
 //! Natural training: the mean of natural_weight[y_i]·CE(f(x_i), y_i).
 
+use tch::Tensor;
 use tch::nn::ModuleT;
-use tch::{Kind, Tensor};
 
-use super::{Objective, StepContext, StepOutput, ce, correct_of, per_sample, prepare};
+use super::{Objective, StepContext, StepOutput, prepare, weighted_ce};
 use crate::error::Result;
 
 /// Standard training on clean inputs.
@@ -23,11 +23,6 @@ impl Objective for Natural {
         ctx: StepContext<'_>,
     ) -> Result<StepOutput> {
         prepare(x, y, ctx.plan)?;
-        let z = model.forward_t(x, true);
-        let w = per_sample(&ctx.plan.natural_weight, y);
-        Ok(StepOutput {
-            loss: (ce(&z, y) * w).mean(Kind::Float),
-            correct: correct_of(&z, y),
-        })
+        Ok(weighted_ce(model, x, y, ctx.plan))
     }
 }

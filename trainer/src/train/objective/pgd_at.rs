@@ -2,14 +2,11 @@
 //! with x' from CE-PGD at budget ε_{y_i}.
 
 use serde::{Deserialize, Serialize};
+use tch::Tensor;
 use tch::nn::ModuleT;
-use tch::{Kind, Tensor};
 
-use super::{
-    Objective, StepContext, StepOutput, absolute_step, ce, correct_of, per_sample, planned_step,
-    prepare,
-};
-use crate::attack::{Attack, AttackInput, Pgd};
+use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, weighted_ce};
+use crate::attack::{Attack, Pgd};
 use crate::error::Result;
 
 /// PGD-AT. `attack_train_mode` runs the attack with BN in train mode, as CFA's code does
@@ -38,23 +35,7 @@ impl Objective for PgdAt {
         y: &Tensor,
         ctx: StepContext<'_>,
     ) -> Result<StepOutput> {
-        let eps = prepare(x, y, ctx.plan)?;
-        let attack = Pgd {
-            step: planned_step(self.attack.step, ctx.plan),
-            ..self.attack
-        };
-        let input = AttackInput {
-            x,
-            y,
-            eps: &eps,
-            train: self.attack_train_mode,
-        };
-        let x_adv = attack.perturb(model, &input)?;
-        let z = model.forward_t(&x_adv, true);
-        let w = per_sample(&ctx.plan.natural_weight, y);
-        Ok(StepOutput {
-            loss: (ce(&z, y) * w).mean(Kind::Float),
-            correct: correct_of(&z, y),
-        })
+        let x_adv = adversarial(model, x, y, ctx.plan, &self.attack, self.attack_train_mode)?;
+        Ok(weighted_ce(model, &x_adv, y, ctx.plan))
     }
 }

@@ -9,10 +9,10 @@ use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::{
-    Objective, StepContext, StepOutput, TradesScaling, absolute_step, ce, correct_of, kl,
-    per_sample, planned_step, prepare,
+    Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce, correct_of,
+    kl, per_sample,
 };
-use crate::attack::{Attack, AttackInput, Pgd};
+use crate::attack::{Attack, Pgd};
 use crate::error::Result;
 
 /// TRADES.
@@ -54,18 +54,7 @@ impl Objective for Trades {
         y: &Tensor,
         ctx: StepContext<'_>,
     ) -> Result<StepOutput> {
-        let eps = prepare(x, y, ctx.plan)?;
-        let attack = Pgd {
-            step: planned_step(self.attack.step, ctx.plan),
-            ..self.attack
-        };
-        let input = AttackInput {
-            x,
-            y,
-            eps: &eps,
-            train: false,
-        };
-        let x_adv = attack.perturb(model, &input)?;
+        let x_adv = adversarial(model, x, y, ctx.plan, &self.attack, false)?;
         let z = model.forward_t(x, true);
         let z_adv = model.forward_t(&x_adv, true);
         let (a, b) = term_weights(self.scaling, &per_sample(&ctx.plan.beta, y));
