@@ -57,6 +57,21 @@ impl ClassPlan {
         })
     }
 
+    /// [`ClassPlan::validate`] with K the length of the longest vector, so that a vector
+    /// shorter than the others is the one named.
+    pub fn validate_self(&self) -> Result<()> {
+        let k = [
+            self.eps.len(),
+            self.beta.len(),
+            self.natural_weight.len(),
+            self.boundary_weight.len(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        self.validate(k)
+    }
+
     /// Checks that every vector has one finite, non-negative value per class.
     pub fn validate(&self, n_classes: usize) -> Result<()> {
         for (name, v) in [

@@ -241,35 +241,18 @@ fn a_bad_plan_is_an_error_naming_the_field() {
         attack: Pgd::ce(1, 0.01),
         attack_train_mode: false,
     });
-    let e = method
-        .loss(
-            &m,
-            &x,
-            &y,
-            StepContext {
-                plan: &plan,
-                epoch: 0,
-            },
-        )
-        .err()
-        .unwrap()
-        .to_string();
+    let error = |plan: &ClassPlan| {
+        method
+            .loss(&m, &x, &y, StepContext { plan, epoch: 0 })
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = error(&plan);
     assert!(e.contains("plan.eps"), "{e}");
     let mut plan = ClassPlan::uniform(4, 0.1, 6.0);
     plan.natural_weight[2] = -1.0;
-    let e = method
-        .loss(
-            &m,
-            &x,
-            &y,
-            StepContext {
-                plan: &plan,
-                epoch: 0,
-            },
-        )
-        .err()
-        .unwrap()
-        .to_string();
+    let e = error(&plan);
     assert!(e.contains("plan.natural_weight"), "{e}");
 }
 

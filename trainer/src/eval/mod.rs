@@ -345,8 +345,8 @@ pub fn trades_costs(
         tch::no_grad(|| {
             let z = model.forward_t(&x, false);
             let z_adv = model.forward_t(&x_adv, false);
-            let ce = crate::train::objective_terms::ce(&z, &y).to_kind(Kind::Double);
-            let kl = crate::train::objective_terms::kl(&z, &z_adv).to_kind(Kind::Double);
+            let ce = crate::train::objective::ce(&z, &y).to_kind(Kind::Double);
+            let kl = crate::train::objective::kl(&z, &z_adv).to_kind(Kind::Double);
             ce_sums = ce_sums.index_add(0, &y, &ce);
             kl_sums = kl_sums.index_add(0, &y, &kl);
         });

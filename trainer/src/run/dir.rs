@@ -96,7 +96,6 @@ pub struct RunState {
     pub completed_epochs: usize,
     /// Directory under `checkpoints/` holding the last epoch's files.
     pub checkpoint: String,
-    pub best: Option<Best>,
     pub ema_updates: usize,
     /// Epochs that changed the FAWA average (0: it holds nothing).
     #[serde(default)]

@@ -374,35 +374,33 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 train_images_per_second: data.train.len() as f64 / train_seconds.max(1e-9),
                 eval_seconds,
             };
-            // Selection: the raw model scored on the best split, the averages on test.
-            let mut dropped = Vec::new();
-            for track in &mut selection {
-                let (split_log, m) = if track.name == "raw" {
-                    let s = if best_split == "val" {
-                        log.val.as_ref()
-                    } else {
-                        log.test.as_ref()
+            // Selection: the raw model scored on the best split, each average (its track follows
+            // the raw one, in the order of `averages`) on the test subset.
+            let candidates = dir.0.join("checkpoints");
+            let raw_split = if best_split == "val" {
+                &log.val
+            } else {
+                &log.test
+            };
+            let raw_score = EpochScore {
+                avg_plus_worst: raw_split.as_ref().map(SplitLog::score),
+                val_costs: val_costs.clone(),
+            };
+            let (raw_track, averaged_tracks) = selection
+                .split_first_mut()
+                .ok_or_else(|| invalid("selection", "no track", "the raw model's track"))?;
+            let mut dropped = raw_track.offer(&candidates, epoch, &raw_score, Some(&model))?;
+            for ((track, avg), (_, test_log)) in averaged_tracks
+                .iter_mut()
+                .zip(&mut averages)
+                .zip(&averaged_tests)
+            {
+                if let Some(score) = test_log.as_ref().map(SplitLog::score) {
+                    let score = EpochScore {
+                        avg_plus_worst: Some(score),
+                        val_costs: None,
                     };
-                    (s.cloned(), Some(&model))
-                } else {
-                    let m = averages
-                        .iter_mut()
-                        .find(|a| a.name() == track.name)
-                        .map(|a| a.model(&model))
-                        .transpose()?
-                        .flatten();
-                    (averaged_test(track.name), m)
-                };
-                let score = EpochScore {
-                    avg_plus_worst: split_log.as_ref().map(SplitLog::score),
-                    val_costs: if track.name == "raw" {
-                        val_costs.clone()
-                    } else {
-                        None
-                    },
-                };
-                if track.name == "raw" || score.avg_plus_worst.is_some() {
-                    dropped.extend(track.offer(&dir.0.join("checkpoints"), epoch, &score, m)?);
+                    dropped.extend(track.offer(&candidates, epoch, &score, avg.model(&model)?)?);
                 }
             }
             log::append_metrics(&dir.metrics(), &log)?;
@@ -421,15 +419,9 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                     .find(|a| a.name() == name)
                     .map_or(0, |a| a.averager.state.updates)
             };
-            let raw = &selection[0].selector;
             let state = RunState {
                 completed_epochs: epoch + 1,
                 checkpoint: name.clone(),
-                best: raw.best.map(|(epoch, score)| Best {
-                    epoch,
-                    score,
-                    split: best_split.into(),
-                }),
                 ema_updates: updates("ema"),
                 fawa_updates: updates("fawa"),
                 rule: rule.state()?,
@@ -454,6 +446,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             }
         }
         let completed_epochs = end.max(start);
+        // The raw track's best score so far (its selector keeps it).
         let best = selection[0].selector.best.map(|(epoch, score)| Best {
             epoch,
             score,

@@ -17,8 +17,11 @@ use crate::train::WeightAverage;
 pub(crate) struct AveragedTrack {
     pub averager: Averager,
     pub weights: WeightAverage,
-    /// The averaged weights in a model of the run's architecture, built on first use.
+    /// The averaged weights in a model of the run's architecture, built on first use and
+    /// refreshed whenever the average changes.
     model: Option<Model>,
+    /// Whether `model` holds the current average.
+    fresh: bool,
 }
 
 impl AveragedTrack {
@@ -27,6 +30,7 @@ impl AveragedTrack {
             averager: Averager::new(averaging)?,
             weights: WeightAverage::new(),
             model: None,
+            fresh: false,
         })
     }
 
@@ -58,6 +62,9 @@ impl AveragedTrack {
     ) -> Result<AveragingLog> {
         let decision = self.averager.decide(epoch, val_robust)?;
         self.weights.apply(decision.action, model.var_store());
+        if decision.action != classwise_theory::calibration::AverageAction::Keep {
+            self.fresh = false;
+        }
         Ok(AveragingLog {
             name: self.name(),
             action: decision.action,
@@ -71,13 +78,18 @@ impl AveragedTrack {
         if !self.weights.is_initialized() {
             return Ok(None);
         }
-        let m = match self.model.take() {
+        let mut m = match self.model.take() {
             Some(m) => m,
-            None => raw.try_clone()?,
+            None => {
+                self.fresh = false;
+                raw.try_clone()?
+            }
         };
-        let m = self.model.insert(m);
-        m.load_state(&self.weights.state())?;
-        Ok(Some(m))
+        if !self.fresh {
+            m.load_state(&self.weights.state())?;
+            self.fresh = true;
+        }
+        Ok(Some(self.model.insert(m)))
     }
 }
 

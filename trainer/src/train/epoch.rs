@@ -66,9 +66,7 @@ pub fn train_epoch(
         let plan = if step.eps_scale == 1.0 {
             plan
         } else {
-            scaled = plan
-                .with_eps_scale(step.eps_scale)
-                .map_err(TrainerError::from)?;
+            scaled = plan.with_eps_scale(step.eps_scale)?;
             &scaled
         };
         optimizer.zero_grad();

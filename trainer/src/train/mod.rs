@@ -15,10 +15,6 @@ pub mod schedule;
 
 pub use average::WeightAverage;
 pub use epoch::{EpochStats, StepSettings, train_epoch};
-/// The per-sample loss terms the objectives share (CE, TRADES' KL), for evaluations.
-pub mod objective_terms {
-    pub use super::objective::{ce, kl};
-}
 pub use objective::{
     Fat, Mart, Method, Natural, Objective, PgdAt, StepContext, StepOutput, Trades, TradesScaling,
 };

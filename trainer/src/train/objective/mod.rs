@@ -150,14 +150,14 @@ pub(crate) fn correct_of(logits: &Tensor, y: &Tensor) -> Tensor {
 }
 
 /// Per-sample CE.
-pub fn ce(z: &Tensor, y: &Tensor) -> Tensor {
+pub(crate) fn ce(z: &Tensor, y: &Tensor) -> Tensor {
     -z.log_softmax(-1, Kind::Float)
         .gather(1, &y.unsqueeze(1), false)
         .squeeze_dim(1)
 }
 
 /// Per-sample KL(p ‖ softmax(z_adv)) with p = softmax(z) not detached (TRADES).
-pub fn kl(z: &Tensor, z_adv: &Tensor) -> Tensor {
+pub(crate) fn kl(z: &Tensor, z_adv: &Tensor) -> Tensor {
     let p = z.softmax(-1, Kind::Float);
     (p.xlogy(&p) - &p * z_adv.log_softmax(-1, Kind::Float)).sum_dim_intlist(-1, false, Kind::Float)
 }
@@ -168,17 +168,7 @@ pub(crate) fn prepare(x: &Tensor, y: &Tensor, plan: &ClassPlan) -> Result<Budget
     if n == 0 {
         return Err(invalid("batch", "0 samples", "at least one sample"));
     }
-    // One value per class: the longest vector sets K, so a short one is the one named.
-    let k = [
-        plan.eps.len(),
-        plan.beta.len(),
-        plan.natural_weight.len(),
-        plan.boundary_weight.len(),
-    ]
-    .into_iter()
-    .max()
-    .unwrap_or(0);
-    plan.validate(k)?;
+    plan.validate_self()?;
     Budget::per_class(&plan.eps, y)
 }
 
