@@ -108,6 +108,16 @@ pub struct RunState {
 }
 
 impl RunState {
+    /// The raw track's best score so far (its selector keeps it), scored on `split`.
+    pub(crate) fn raw_best(&self, split: &str) -> Option<Best> {
+        let (epoch, score) = self.selection.get("raw")?.best?;
+        Some(Best {
+            epoch,
+            score,
+            split: split.into(),
+        })
+    }
+
     pub(crate) fn load(path: &Path) -> Result<RunState> {
         let text = std::fs::read_to_string(path).at("reading", path)?;
         serde_json::from_str(&text).map_err(|e| TrainerError::BadData {

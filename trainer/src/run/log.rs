@@ -158,3 +158,39 @@ pub(crate) fn truncate_metrics(path: &Path, epochs: usize) -> Result<()> {
         .collect();
     crate::io::write_atomic(path, kept.as_bytes())
 }
+
+/// The one-line summary of an epoch on stderr (`--verbose`).
+pub(crate) fn print_epoch(epochs: usize, log: &EpochLog) {
+    let summary = log
+        .test
+        .as_ref()
+        .map(|t| {
+            format!(
+                " | test clean {:.2}% robust {:.2}% worst {:.2}% (class {})",
+                100.0 * t.clean_avg,
+                100.0 * t.robust_avg,
+                100.0 * t.robust_worst,
+                t.robust_worst_class
+            )
+        })
+        .unwrap_or_default();
+    let warmup = log
+        .eps_warmup
+        .map(|[a, b]| format!(" eps x{a:.2}..{b:.2}"))
+        .unwrap_or_default();
+    let averaging: String = log
+        .averaging
+        .iter()
+        .map(|a| format!(" {} {:?}", a.name, a.action))
+        .collect();
+    eprintln!(
+        "epoch {}/{} lr {}{warmup} loss {:.4} train {:.1} s ({:.0} img/s) eval {:.1} s{summary}{averaging}",
+        log.epoch + 1,
+        epochs,
+        log.lr,
+        log.train_loss,
+        log.train_seconds,
+        log.train_images_per_second,
+        log.eval_seconds
+    );
+}

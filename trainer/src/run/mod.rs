@@ -18,17 +18,22 @@
 //!   `selection.json` naming the strategy and the epochs it chose.
 //!
 //! The loop, per epoch: the rule's plan → training (t_k counted on the fly) → validation when
-//! the rule, FAWA or the selection need it, or `eval.every` asks → the rule observes → the
-//! averages decide (after validation, CFA Algorithm 1) → test evaluations → selection offers →
-//! metrics line → checkpoint and state. Each concern lives in its module: [`dir`] (files and
-//! state), [`data`], [`seeds`], [`log`], [`tracks`] (averages and selection).
-//!
+//! the rule, FAWA or the selection need it, or `eval.every` asks → the rule observes → the test
+//! evaluation → the hooks ([`hooks`]): the raw model's selection, the averages (which decide
+//! after validation, CFA Algorithm 1, and are evaluated and selected in turn), the metrics line
+//! → checkpoint and `state.json`, each hook adding its part → the hooks clean up (dropped
+//! candidates, older checkpoints). After the last epoch the hooks write the reports and the
+//! selected models. Each concern lives in its module: [`dir`] (files and state), [`data`],
+//! [`seeds`], [`log`], [`hooks`] (the hook trait, the metrics sink, checkpoint pruning) and
+//! [`tracks`] (averages and selection).
+
 //! Every random stream is derived from (seed, epoch, step) ([`seeds`]): a resumed run needs no
 //! generator state and, on the CPU, ends bit-identical to an uninterrupted one.
 
 pub mod config;
 pub mod data;
 pub mod dir;
+mod hooks;
 pub mod log;
 pub mod progress;
 pub mod seeds;
@@ -38,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use classwise_core::average::Averaging;
-use classwise_core::select::{EpochScore, Selector};
+use classwise_core::select::Selector;
 use serde::Serialize;
 
 pub use config::{BestSplit, DeviceChoice, Eps, RunConfig};
@@ -53,8 +58,9 @@ use crate::eval::{Evaluation, markdown};
 use crate::io::write_json;
 use crate::model::Model;
 use crate::train::{ClassStats, Sgd, StepSettings, train_epoch};
+use hooks::{CheckpointPruner, EpochEnd, Hook, MetricsSink, RunEnd, SelectedTrack};
 use seeds::{EvalSplit, eval_seed, stream, torch_seed};
-use tracks::{AveragedTrack, SelectionTrack, remove_files};
+use tracks::{AveragedTrack, Averages, RawSelection, SelectionTrack};
 
 /// How `train` treats an existing run directory.
 #[derive(Clone, Debug, Default)]
@@ -93,17 +99,6 @@ struct SelectionFile {
     /// scored on the test subset, as `PKU-ML/CFA:train.py` does).
     split: &'static str,
     tracks: Vec<SelectedTrack>,
-}
-
-#[derive(Serialize)]
-struct SelectedTrack {
-    track: &'static str,
-    /// The chosen epoch (0-based); `None` when the track had no candidate.
-    epoch: Option<usize>,
-    candidates: Vec<usize>,
-    /// avg + worst-class robust accuracy of each candidate under the final attack, when the
-    /// strategy compares them.
-    final_scores: Vec<(usize, f64)>,
 }
 
 /// Reads the saved configuration of a run being resumed and checks it matches.
@@ -180,41 +175,51 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     let mut model = Model::new(&config.model, device, config.seed as i64)?;
     let mut sgd = Sgd::new(model.var_store(), config.optimizer)?;
     let mut rule = config.rule.build(config.rule_context(k))?;
-    let mut averages: Vec<AveragedTrack> = config
+    let checkpoints = dir.0.join("checkpoints");
+    let selector = || Selector::new(config.select, config.epochs);
+    let best_split = match (config.checkpoint.best_split, &data.val) {
+        (BestSplit::Val, Some(_)) => "val",
+        _ => "test",
+    };
+    // The hooks, in the order they see every epoch: the raw model's selection, the averages
+    // (which fill in their part of the record), the metrics line (which writes the record),
+    // and the pruning of older checkpoints.
+    let averages = config
         .ema
         .map(Averaging::Ema)
         .into_iter()
         .chain(config.fawa.map(Averaging::Fawa))
-        .map(AveragedTrack::new)
-        .collect::<Result<_>>()?;
-    let mut selection: Vec<SelectionTrack> = std::iter::once("raw")
-        .chain(averages.iter().map(AveragedTrack::name))
-        .map(|name| {
-            Ok(SelectionTrack {
-                name,
-                selector: Selector::new(config.select, config.epochs)?,
-            })
-        })
-        .collect::<Result<_>>()?;
+        .map(|a| AveragedTrack::new(a, selector()?, checkpoints.clone()))
+        .collect::<Result<Vec<_>>>()?;
+    let mut hooks: Vec<Box<dyn Hook>> = vec![
+        Box::new(RawSelection {
+            track: SelectionTrack::new("raw", selector()?, checkpoints.clone()),
+            split: best_split,
+        }),
+        Box::new(Averages(averages)),
+        Box::new(MetricsSink {
+            path: dir.metrics(),
+            epochs: config.epochs,
+            verbose: opts.verbose,
+        }),
+        Box::new(CheckpointPruner {
+            dir: dir.clone(),
+            every: config.checkpoint.every,
+        }),
+    ];
     let mut start = 0;
+    // The raw track's best score so far (its selector keeps it), from the last state written.
+    let mut best = None;
     if let Some(state) = &resume_state {
         let ck = dir.checkpoint(&state.checkpoint);
         model.load_weights(&ck.join("model.safetensors"))?;
         sgd.load(&ck.join("optimizer.safetensors"))?;
-        for avg in &mut averages {
-            let updates = match avg.name() {
-                "ema" => state.ema_updates,
-                _ => state.fawa_updates,
-            };
-            avg.restore(&ck, updates)?;
+        for hook in &mut hooks {
+            hook.restore(&ck, state)?;
         }
         rule.restore(&state.rule)?;
-        for track in &mut selection {
-            if let Some(s) = state.selection.get(track.name) {
-                track.selector = s.clone();
-            }
-        }
         start = state.completed_epochs;
+        best = state.raw_best(best_split);
         log::truncate_metrics(&dir.metrics(), start)?;
     } else {
         log::truncate_metrics(&dir.metrics(), 0)?;
@@ -229,10 +234,6 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     let end = opts
         .stop_after
         .map_or(config.epochs, |n| n.min(config.epochs));
-    let best_split = match (config.checkpoint.best_split, &val_eval) {
-        (BestSplit::Val, Some(_)) => "val",
-        _ => "test",
-    };
     // Hold libtorch's process-global generator from here to the report, so that no other thread
     // draws from it between a reseed and its use; it is reseeded before every batch.
     crate::seed::seeded(config.seed as i64, || -> Result<RunSummary> {
@@ -327,35 +328,12 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                     val_costs: val_costs.clone(),
                 },
             )?;
-            // The averages decide after validation (CFA Algorithm 1).
-            let averaging = averages
-                .iter_mut()
-                .map(|a| a.after_epoch(epoch, val.as_ref().map(|v| v.robust.as_slice()), &model))
-                .collect::<Result<Vec<_>>>()?;
             let test = if evaluate_now {
                 Some(SplitLog::of(&eval_on(&model, &test_eval, EvalSplit::Test)?))
             } else {
                 None
             };
-            let mut averaged_tests = Vec::with_capacity(averages.len());
-            for avg in &mut averages {
-                let log = match avg.model(&model)? {
-                    Some(m) if evaluate_now => {
-                        Some(SplitLog::of(&eval_on(m, &test_eval, EvalSplit::Test)?))
-                    }
-                    _ => None,
-                };
-                averaged_tests.push((avg.name(), log));
-            }
-            let eval_seconds = t_eval.elapsed().as_secs_f64();
-            let averaged_test = |name: &str| {
-                averaged_tests
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .and_then(|(_, l)| l.clone())
-            };
-            let seconds = t0.elapsed().as_secs_f64();
-            let log = EpochLog {
+            let mut record = EpochLog {
                 schema: METRICS_SCHEMA,
                 epoch,
                 rule: rule.name(),
@@ -365,93 +343,51 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 plan,
                 val,
                 test,
-                ema_test: averaged_test("ema"),
-                fawa_test: averaged_test("fawa"),
-                averaging,
+                ema_test: None,
+                fawa_test: None,
+                averaging: Vec::new(),
                 eps_warmup,
-                seconds,
+                seconds: 0.0,
                 train_seconds,
                 train_images_per_second: data.train.len() as f64 / train_seconds.max(1e-9),
-                eval_seconds,
+                eval_seconds: 0.0,
             };
-            // Selection: the raw model scored on the best split, each average (its track follows
-            // the raw one, in the order of `averages`) on the test subset.
-            let candidates = dir.0.join("checkpoints");
-            let raw_split = if best_split == "val" {
-                &log.val
-            } else {
-                &log.test
+            let eval_test = |m: &Model| eval_on(m, &test_eval, EvalSplit::Test);
+            let mut end = EpochEnd {
+                epoch,
+                evaluate_now,
+                model: &model,
+                record: &mut record,
+                val_costs: val_costs.as_deref(),
+                eval_test: &eval_test,
+                started: t0,
+                eval_started: t_eval,
             };
-            let raw_score = EpochScore {
-                avg_plus_worst: raw_split.as_ref().map(SplitLog::score),
-                val_costs: val_costs.clone(),
-            };
-            let (raw_track, averaged_tracks) = selection
-                .split_first_mut()
-                .ok_or_else(|| invalid("selection", "no track", "the raw model's track"))?;
-            let mut dropped = raw_track.offer(&candidates, epoch, &raw_score, Some(&model))?;
-            for ((track, avg), (_, test_log)) in averaged_tracks
-                .iter_mut()
-                .zip(&mut averages)
-                .zip(&averaged_tests)
-            {
-                if let Some(score) = test_log.as_ref().map(SplitLog::score) {
-                    let score = EpochScore {
-                        avg_plus_worst: Some(score),
-                        val_costs: None,
-                    };
-                    dropped.extend(track.offer(&candidates, epoch, &score, avg.model(&model)?)?);
-                }
+            for hook in &mut hooks {
+                hook.after_epoch(&mut end)?;
             }
-            log::append_metrics(&dir.metrics(), &log)?;
             let name = format!("e{epoch:04}");
             let ck = dir.checkpoint(&name);
             model.save(&ck.join("model.safetensors"))?;
             sgd.save(&ck.join("optimizer.safetensors"))?;
-            for avg in &averages {
-                if avg.weights.is_initialized() {
-                    avg.weights.save(&avg.file(&ck))?;
-                }
-            }
-            let updates = |name: &str| {
-                averages
-                    .iter()
-                    .find(|a| a.name() == name)
-                    .map_or(0, |a| a.averager.state.updates)
-            };
-            let state = RunState {
+            let mut state = RunState {
                 completed_epochs: epoch + 1,
-                checkpoint: name.clone(),
-                ema_updates: updates("ema"),
-                fawa_updates: updates("fawa"),
+                checkpoint: name,
+                ema_updates: 0,
+                fawa_updates: 0,
                 rule: rule.state()?,
-                selection: selection
-                    .iter()
-                    .map(|t| (t.name.to_string(), t.selector.clone()))
-                    .collect(),
+                selection: Default::default(),
             };
-            write_json(&dir.state(), "run state", &state)?;
-            remove_files(&dropped)?;
-            // Drop the previous epoch's files unless the policy keeps them.
-            if epoch > 0 {
-                let prev = epoch - 1;
-                let keep = config.checkpoint.every > 0 && (prev + 1) % config.checkpoint.every == 0;
-                let old = dir.checkpoint(&format!("e{prev:04}"));
-                if !keep && old.exists() {
-                    std::fs::remove_dir_all(&old).at("removing", &old)?;
-                }
+            for hook in &hooks {
+                hook.save(&ck, &mut state)?;
             }
-            if opts.verbose {
-                print_epoch(config, &log);
+            write_json(&dir.state(), "run state", &state)?;
+            best = state.raw_best(best_split);
+            for hook in &mut hooks {
+                hook.after_checkpoint(epoch)?;
             }
         }
         let completed_epochs = end.max(start);
-        // The raw track's best score so far (its selector keeps it).
-        let best = selection[0].selector.best.map(|(epoch, score)| Best {
-            epoch,
-            score,
-            split: best_split.into(),
-        });
         if completed_epochs < config.epochs {
             return Ok(RunSummary {
                 dir,
@@ -466,53 +402,16 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
         };
         let report = final_eval(&model)?;
         write_report(&dir, "report", &report)?;
-        for avg in &mut averages {
-            let name = avg.name();
-            if let Some(m) = avg.model(&model)? {
-                write_report(&dir, &format!("report-{name}"), &final_eval(m)?)?;
-            }
-        }
-        let mut selected = Vec::new();
         let mut scratch = model.try_clone()?;
-        for track in &selection {
-            let suffix = if track.name == "raw" {
-                String::new()
-            } else {
-                format!("-{}", track.name)
-            };
-            let mut final_scores = Vec::new();
-            let mut reports = Vec::new();
-            if config.select.compares_candidates() {
-                for &e in &track.selector.candidates {
-                    scratch.load_weights(&track.candidate_file(&dir.0.join("checkpoints"), e))?;
-                    let r = final_eval(&scratch)?;
-                    final_scores.push((
-                        e,
-                        r.robust.overall.unwrap_or(r.robust.class_mean) + r.robust.worst.value,
-                    ));
-                    reports.push((e, r));
-                }
-            }
-            let chosen = track.selector.choose(&final_scores);
-            if let Some(e) = chosen {
-                let file = track.candidate_file(&dir.0.join("checkpoints"), e);
-                let best_file = dir.checkpoint(&format!("best{suffix}.safetensors"));
-                std::fs::copy(&file, &best_file).at("copying", &file)?;
-                let report = match reports.into_iter().find(|(re, _)| *re == e) {
-                    Some((_, r)) => r,
-                    None => {
-                        scratch.load_weights(&file)?;
-                        final_eval(&scratch)?
-                    }
-                };
-                write_report(&dir, &format!("report-best{suffix}"), &report)?;
-            }
-            selected.push(SelectedTrack {
-                track: track.name,
-                epoch: chosen,
-                candidates: track.selector.candidates.clone(),
-                final_scores,
-            });
+        let mut run_end = RunEnd {
+            dir: &dir,
+            model: &model,
+            scratch: &mut scratch,
+            final_eval: &final_eval,
+            selected: Vec::new(),
+        };
+        for hook in &mut hooks {
+            hook.finish(&mut run_end)?;
         }
         write_json(
             &dir.0.join("selection.json"),
@@ -520,7 +419,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             &SelectionFile {
                 strategy: config.select,
                 split: best_split,
-                tracks: selected,
+                tracks: run_end.selected,
             },
         )?;
         Ok(RunSummary {
@@ -539,40 +438,4 @@ fn write_report(dir: &RunDir, stem: &str, report: &Evaluation) -> Result<()> {
         &dir.0.join(format!("{stem}.md")),
         markdown(report).as_bytes(),
     )
-}
-
-/// The one-line summary of an epoch on stderr (`--verbose`).
-fn print_epoch(config: &RunConfig, log: &EpochLog) {
-    let summary = log
-        .test
-        .as_ref()
-        .map(|t| {
-            format!(
-                " | test clean {:.2}% robust {:.2}% worst {:.2}% (class {})",
-                100.0 * t.clean_avg,
-                100.0 * t.robust_avg,
-                100.0 * t.robust_worst,
-                t.robust_worst_class
-            )
-        })
-        .unwrap_or_default();
-    let warmup = log
-        .eps_warmup
-        .map(|[a, b]| format!(" eps x{a:.2}..{b:.2}"))
-        .unwrap_or_default();
-    let averaging: String = log
-        .averaging
-        .iter()
-        .map(|a| format!(" {} {:?}", a.name, a.action))
-        .collect();
-    eprintln!(
-        "epoch {}/{} lr {}{warmup} loss {:.4} train {:.1} s ({:.0} img/s) eval {:.1} s{summary}{averaging}",
-        log.epoch + 1,
-        config.epochs,
-        log.lr,
-        log.train_loss,
-        log.train_seconds,
-        log.train_images_per_second,
-        log.eval_seconds
-    );
 }
