@@ -3,9 +3,9 @@
 //!
 //! Both variants are configurations of [`EarlyStoppedPgd`]: Zhang et al.'s original (the
 //! `original` rule, ω = 0.001 noise at every step, the attack in eval mode, and the dynamic τ
-//! `tau_schedule = [[51, 1], [91, 2]]` with τ = 0: 0 up to epoch 50, 1 up to 90, 2 after,
-//! `zjfheart/Friendly-Adversarial-Training:FAT.py`) and CFA's (`cfa-repo` rule, τ = 3, no ω,
-//! the attack in train mode, `PKU-ML/CFA:attack.py`).
+//! `tau_schedule = [[50, 1], [90, 2]]` (0-based) with τ = 0: 0 up to 1-based epoch 50, 1 up to
+//! 90, 2 after, as `adjust_tau(epoch + 1)` in `zjfheart/Friendly-Adversarial-Training:FAT.py`)
+//! and CFA's (`cfa-repo` rule, τ = 3, no ω, the attack in train mode, `PKU-ML/CFA:attack.py`).
 
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
