@@ -5,8 +5,8 @@
 //! * `env.json`: one entry per session (git SHA, crate, tch and libtorch versions, device,
 //!   threads, seed);
 //! * `split.json`: the validation split and the train/val/test indices actually used;
-//! * `metrics.jsonl`: one flushed JSON line per epoch ([`log::EpochLog`], versioned by
-//!   [`log::METRICS_SCHEMA`]);
+//! * `metrics.jsonl`: one flushed JSON line per epoch ([`EpochRecord`], versioned by
+//!   [`METRICS_SCHEMA`](classwise_core::record::METRICS_SCHEMA), written by [`log`]);
 //! * `checkpoints/e<epoch>/{model,optimizer,ema,fawa}.safetensors`, the selection candidates
 //!   `checkpoints/candidates/<track>-e<epoch>.safetensors`, and after the run
 //!   `checkpoints/best.safetensors` (and `best-ema`, `best-fawa`), all written atomically;
@@ -38,13 +38,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use classwise_core::average::Averaging;
+use classwise_core::record::{EpochRecord, METRICS_SCHEMA, SplitRecord};
 use classwise_core::select::{EpochScore, Selector};
 use serde::Serialize;
 
 pub use config::{BestSplit, DeviceChoice, Eps, RunConfig};
 pub use data::{evaluate_on, head_per_class};
 pub use dir::{Best, BuildInfo, RunDir, RunState};
-pub use log::{EpochLog, METRICS_SCHEMA, SplitLog};
+pub use log::split_record;
 pub use seeds::report_seed;
 
 use crate::data::Dataset;
@@ -316,7 +317,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 }
                 _ => None,
             };
-            let val = val_evaluation.as_ref().map(SplitLog::of);
+            let val = val_evaluation.as_ref().map(split_record);
             rule.observe(
                 epoch,
                 &ClassStats {
@@ -333,7 +334,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 .map(|a| a.after_epoch(epoch, val.as_ref().map(|v| v.robust.as_slice()), &model))
                 .collect::<Result<Vec<_>>>()?;
             let test = if evaluate_now {
-                Some(SplitLog::of(&eval_on(&model, &test_eval, EvalSplit::Test)?))
+                Some(split_record(&eval_on(&model, &test_eval, EvalSplit::Test)?))
             } else {
                 None
             };
@@ -341,7 +342,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             for avg in &mut averages {
                 let log = match avg.model(&model)? {
                     Some(m) if evaluate_now => {
-                        Some(SplitLog::of(&eval_on(m, &test_eval, EvalSplit::Test)?))
+                        Some(split_record(&eval_on(m, &test_eval, EvalSplit::Test)?))
                     }
                     _ => None,
                 };
@@ -355,10 +356,10 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                     .and_then(|(_, l)| l.clone())
             };
             let seconds = t0.elapsed().as_secs_f64();
-            let log = EpochLog {
+            let log = EpochRecord {
                 schema: METRICS_SCHEMA,
                 epoch,
-                rule: rule.name(),
+                rule: rule.name().to_owned(),
                 lr,
                 train_loss: stats.mean_loss,
                 train_robust: stats.train_robust,
@@ -370,9 +371,9 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 averaging,
                 eps_warmup,
                 seconds,
-                train_seconds,
-                train_images_per_second: data.train.len() as f64 / train_seconds.max(1e-9),
-                eval_seconds,
+                train_seconds: Some(train_seconds),
+                train_images_per_second: Some(data.train.len() as f64 / train_seconds.max(1e-9)),
+                eval_seconds: Some(eval_seconds),
             };
             // Selection: the raw model scored on the best split, each average (its track follows
             // the raw one, in the order of `averages`) on the test subset.
@@ -383,7 +384,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 &log.test
             };
             let raw_score = EpochScore {
-                avg_plus_worst: raw_split.as_ref().map(SplitLog::score),
+                avg_plus_worst: raw_split.as_ref().map(SplitRecord::score),
                 val_costs: val_costs.clone(),
             };
             let (raw_track, averaged_tracks) = selection
@@ -395,7 +396,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 .zip(&mut averages)
                 .zip(&averaged_tests)
             {
-                if let Some(score) = test_log.as_ref().map(SplitLog::score) {
+                if let Some(score) = test_log.as_ref().map(SplitRecord::score) {
                     let score = EpochScore {
                         avg_plus_worst: Some(score),
                         val_costs: None,
@@ -542,7 +543,7 @@ fn write_report(dir: &RunDir, stem: &str, report: &Evaluation) -> Result<()> {
 }
 
 /// The one-line summary of an epoch on stderr (`--verbose`).
-fn print_epoch(config: &RunConfig, log: &EpochLog) {
+fn print_epoch(config: &RunConfig, log: &EpochRecord) {
     let summary = log
         .test
         .as_ref()
@@ -571,8 +572,8 @@ fn print_epoch(config: &RunConfig, log: &EpochLog) {
         config.epochs,
         log.lr,
         log.train_loss,
-        log.train_seconds,
-        log.train_images_per_second,
-        log.eval_seconds
+        log.train_seconds.unwrap_or(f64::NAN),
+        log.train_images_per_second.unwrap_or(f64::NAN),
+        log.eval_seconds.unwrap_or(f64::NAN)
     );
 }

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use classwise_core::average::{Averager, Averaging};
+use classwise_core::record::AveragingRecord;
 use classwise_core::select::{EpochScore, Selector};
 
-use super::log::AveragingLog;
 use crate::error::{IoContext, Result};
 use crate::model::Model;
 use crate::train::WeightAverage;
@@ -59,14 +59,14 @@ impl AveragedTrack {
         epoch: usize,
         val_robust: Option<&[f64]>,
         model: &Model,
-    ) -> Result<AveragingLog> {
+    ) -> Result<AveragingRecord> {
         let decision = self.averager.decide(epoch, val_robust)?;
         self.weights.apply(decision.action, model.var_store());
         if decision.action != classwise_theory::calibration::AverageAction::Keep {
             self.fresh = false;
         }
-        Ok(AveragingLog {
-            name: self.name(),
+        Ok(AveragingRecord {
+            name: self.name().to_owned(),
             action: decision.action,
             gate_value: decision.gate_value,
             updates: self.averager.state.updates,
