@@ -194,6 +194,15 @@ fn records_round_trip_through_a_line() -> Result<()> {
     assert!(line.starts_with(r#"{"schema":2,"#), "{line}");
     assert!(!line.contains('\n'));
     assert_eq!(EpochRecord::parse(&line)?, record);
+    // Every f64 reads back to the same bits (serde_json's default parser can be one ulp off,
+    // e.g. for this loss logged by a trainer run).
+    let mut exact = schema_2_record();
+    exact.train_loss = 1.1036719381809235;
+    exact.train_robust = vec![0.1 + 0.2, 1.0 / 3.0, 2.0f64.sqrt() / 7.0];
+    exact.lr = 5e-324;
+    let line = exact.to_line()?;
+    assert_eq!(EpochRecord::parse(&line)?.to_line()?, line);
+    assert_eq!(EpochRecord::parse(&line)?, exact);
     // A converted schema-1 record is written, and read back, in the current schema.
     for old in [first_schema_1_line(), last_schema_1_line()] {
         let converted = EpochRecord::parse(&old)?;
