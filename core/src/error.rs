@@ -28,6 +28,22 @@ pub enum CoreError {
         epoch: usize,
     },
 
+    /// A `metrics.jsonl` line that is not JSON, or does not match its schema (`None` when the
+    /// schema could not be read).
+    #[error(
+        "not a metrics line{}: {message}",
+        schema.map(|s| format!(" of schema {s}")).unwrap_or_default()
+    )]
+    Record {
+        schema: Option<u32>,
+        message: String,
+    },
+
+    /// A `metrics.jsonl` line of a schema this build cannot read (written by a newer
+    /// classwise).
+    #[error("metrics schema {schema} cannot be read by this build, which reads schemas {readable}")]
+    UnsupportedSchema { schema: u32, readable: String },
+
     #[error(transparent)]
     Theory(#[from] TheoryError),
 }

@@ -4,16 +4,20 @@
 //! * [`plan`]: the per-class plan of an epoch and the statistics a rule observes;
 //! * [`rule`]: the class-wise rules (uniform, CFA, WAT, FRL) behind one trait;
 //! * [`average`]: EMA and FAWA decisions;
-//! * [`select`]: model-selection strategies (last, best avg + worst, CFA's, WAT's).
+//! * [`select`]: model-selection strategies (last, best avg + worst, CFA's, WAT's);
+//! * [`record`]: the versioned records of a run's `metrics.jsonl`, written by the trainer and
+//!   read by the figures (older schemas converted on reading).
 //!
 //! Each is implemented once; the backends only apply the decisions to their models.
 
 pub mod average;
 pub mod error;
 pub mod plan;
+pub mod record;
 pub mod rule;
 pub mod select;
 
 pub use error::{CoreError, Result};
 pub use plan::{ClassPlan, ClassStats, Needs, TradesScaling};
+pub use record::{EpochRecord, METRICS_SCHEMA, SplitRecord};
 pub use rule::{ClassRule, RuleConfig, RuleContext};

@@ -1,6 +1,8 @@
 //! Figures of a trainer run: the series are exactly those of `metrics.jsonl` and `report.json`
-//! (written here in the trainer's format, extra fields included), and bad files are errors that
-//! name the file and line. The CLI test in tests/train_cli.rs draws a real `fmnist-smoke` run.
+//! (written here in the trainer's formats: schema-1 lines without `schema`, as the trainer wrote
+//! them before the weight-average decisions were logged, and a schema-2 line), and bad files are
+//! errors that name the file and line. The CLI test in tests/train_cli.rs draws a real
+//! `fmnist-smoke` run.
 
 mod common;
 
@@ -10,7 +12,8 @@ use classwise_figures::Figure;
 use classwise_figures::run::{RunCurves, RunLog, RunReportBars, render_all};
 use common::{csv, num};
 
-/// A metrics line as the trainer writes it (with fields the figures ignore).
+/// A schema-1 metrics line (no `schema`; a plan with one loss weight per class) as the trainer
+/// wrote it, with fields the figures ignore.
 fn line(epoch: usize, train: [f64; 3], test: Option<[f64; 3]>, ema: Option<[f64; 3]>) -> String {
     let split = |r: Option<[f64; 3]>| match r {
         None => "null".to_owned(),
@@ -154,6 +157,15 @@ fn bad_run_files_are_errors_naming_file_and_line() {
         err.contains("metrics.jsonl line 2") && err.contains("train_loss"),
         "{err}"
     );
+    // A line of a newer schema than this build reads.
+    let dir = tmp.path().join("newer");
+    let newer = line(0, [0.1, 0.2, 0.3], None, None).replacen('{', r#"{"schema":3,"#, 1);
+    write_run(&dir, &[newer], false);
+    let err = RunLog::read(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("metrics.jsonl line 1") && err.contains("schema 3"),
+        "{err}"
+    );
     // A line with another number of classes.
     let dir = tmp.path().join("classes");
     let mut second = line(1, [0.1, 0.2, 0.3], None, None);
@@ -205,11 +217,16 @@ fn many_classes_are_drawn_as_a_band() {
     let dir = tmp.path().join("wide");
     let k = 12;
     let values: Vec<f64> = (0..k).map(|c| c as f64 / k as f64).collect();
+    let ones = vec![1.0; k];
     let split = format!(
-        r#"{{"clean":{values:?},"robust":{values:?},"clean_avg":0.5,"robust_avg":0.4,"robust_worst":0.0}}"#
+        r#"{{"clean":{values:?},"robust":{values:?},"clean_avg":0.5,"robust_avg":0.4,"robust_worst":0.0,"robust_worst_class":0,"robust_cv":0.3,"robust_mcd":0.9}}"#
     );
+    let plan = format!(
+        r#"{{"eps":{values:?},"beta":{ones:?},"natural_weight":{ones:?},"boundary_weight":{ones:?}}}"#
+    );
+    // A schema-2 line.
     let line = format!(
-        r#"{{"epoch":0,"lr":0.1,"train_loss":1.0,"train_robust":{values:?},"test":{split}}}"#
+        r#"{{"schema":2,"epoch":0,"rule":"cfa","lr":0.1,"train_loss":1.0,"train_robust":{values:?},"plan":{plan},"val":null,"test":{split},"ema_test":null,"fawa_test":null,"averaging":[{{"name":"fawa","action":"Keep","gate_value":0.0,"updates":0}}],"eps_warmup":null,"seconds":2.0,"train_seconds":1.5,"train_images_per_second":100.0,"eval_seconds":0.5}}"#
     );
     write_run(&dir, &[line], false);
     let out = tmp.path().join("figs");

@@ -95,6 +95,9 @@ fn a_run_writes_its_directory_and_resumes_bit_identically() {
     let metrics = std::fs::read_to_string(a.join("metrics.jsonl")).unwrap();
     assert_eq!(metrics.lines().count(), 3);
     for line in metrics.lines() {
+        // The lines read back through the shared records, as the figures read them.
+        let record = classwise_core::record::EpochRecord::parse(line).unwrap();
+        assert_eq!(record.to_line().unwrap(), line);
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(v["train_robust"].as_array().unwrap().len(), 3);
         assert!(v["test"]["robust_worst"].is_number(), "{line}");

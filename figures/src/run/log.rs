@@ -1,40 +1,14 @@
-//! A trainer run directory read back: `metrics.jsonl` (one line per epoch) and `report.json`,
-//! as `classwise train` writes them (trainer/src/run/mod.rs). Only the fields the figures draw
-//! are read; the rest of each line is ignored.
+//! A trainer run directory read back: `metrics.jsonl` (one line per epoch, read through the
+//! versioned records of [`classwise_core::record`], older schemas included) and `report.json`,
+//! as `classwise train` writes them (trainer/src/run/mod.rs).
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use classwise_core::record::{EpochRecord, SplitRecord};
+
 use crate::error::{FigureError, Result, invalid};
-
-/// Class-wise accuracies of one split at one epoch (`SplitLog` of the trainer).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct SplitRecord {
-    pub clean: Vec<f64>,
-    pub robust: Vec<f64>,
-    pub clean_avg: f64,
-    pub robust_avg: f64,
-    pub robust_worst: f64,
-}
-
-/// One line of `metrics.jsonl`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct EpochRecord {
-    /// 0-based.
-    pub epoch: usize,
-    pub lr: f64,
-    pub train_loss: f64,
-    /// t_k: class-wise robust accuracy on the adversarial examples trained on (CFA §3.3).
-    pub train_robust: Vec<f64>,
-    #[serde(default)]
-    pub val: Option<SplitRecord>,
-    #[serde(default)]
-    pub test: Option<SplitRecord>,
-    /// The weight-averaged model on the test subset, when the run has `[ema]`.
-    #[serde(default)]
-    pub ema_test: Option<SplitRecord>,
-}
 
 /// Per-class accuracies with their average (`ClassAccuracySummary` of `classwise-theory`).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -94,22 +68,20 @@ impl RunLog {
     pub fn read(dir: &Path) -> Result<RunLog> {
         let metrics: PathBuf = dir.join("metrics.jsonl");
         let text = read(&metrics)?;
-        let mut epochs = Vec::new();
+        let at_line = |i: usize| format!("{} line {}", metrics.display(), i + 1);
+        // (0-based line number, record), blank lines skipped.
+        let mut numbered = Vec::new();
         for (i, line) in text
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
         {
-            let record: EpochRecord = serde_json::from_str(line).map_err(|e| {
-                invalid(
-                    format!("{} line {}", metrics.display(), i + 1),
-                    e,
-                    "a metrics line written by `classwise train`",
-                )
+            let record = EpochRecord::parse(line).map_err(|e| {
+                invalid(at_line(i), e, "a metrics line written by `classwise train`")
             })?;
-            epochs.push(record);
+            numbered.push((i, record));
         }
-        let Some(first) = epochs.first() else {
+        let Some((first_line, first)) = numbered.first() else {
             return Err(invalid(
                 metrics.display().to_string(),
                 "no lines",
@@ -117,8 +89,8 @@ impl RunLog {
             ));
         };
         let k = first.train_robust.len();
-        for (i, e) in epochs.iter().enumerate() {
-            let splits = [&e.val, &e.test, &e.ema_test];
+        for (i, e) in &numbered {
+            let splits = [&e.val, &e.test, &e.ema_test, &e.fawa_test];
             let lens = std::iter::once(e.train_robust.len()).chain(
                 splits
                     .iter()
@@ -127,12 +99,13 @@ impl RunLog {
             );
             if let Some(bad) = lens.into_iter().find(|&n| n != k || n == 0) {
                 return Err(invalid(
-                    format!("{} line {}", metrics.display(), i + 1),
+                    at_line(*i),
                     format!("{bad} classes"),
-                    format!("{k} classes (as line 1), at least 1"),
+                    format!("{k} classes (as line {}), at least 1", first_line + 1),
                 ));
             }
         }
+        let epochs: Vec<EpochRecord> = numbered.into_iter().map(|(_, e)| e).collect();
         let report_path = dir.join("report.json");
         let report = if report_path.exists() {
             let r: ReportRecord = serde_json::from_str(&read(&report_path)?).map_err(|e| {

@@ -20,11 +20,12 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::dir::{RunDir, RunState};
-use super::log::{self, EpochLog};
+use super::log;
 use super::tracks::remove_files;
 use crate::error::{IoContext, Result};
 use crate::eval::Evaluation;
 use crate::model::Model;
+use classwise_core::record::EpochRecord;
 
 /// An epoch as the hooks see it, after training and validation.
 pub(crate) struct EpochEnd<'a> {
@@ -35,7 +36,7 @@ pub(crate) struct EpochEnd<'a> {
     /// The raw model after the epoch.
     pub model: &'a Model,
     /// The epoch's `metrics.jsonl` record; hooks fill in their fields.
-    pub record: &'a mut EpochLog,
+    pub record: &'a mut EpochRecord,
     /// WAT's K + 1 validation costs, when measured.
     pub val_costs: Option<&'a [f64]>,
     /// Evaluates a model on the per-epoch test subset (libtorch reseeded as for the raw model).
@@ -108,7 +109,7 @@ pub(crate) struct MetricsSink {
 
 impl Hook for MetricsSink {
     fn after_epoch(&mut self, end: &mut EpochEnd<'_>) -> Result<()> {
-        end.record.eval_seconds = end.eval_started.elapsed().as_secs_f64();
+        end.record.eval_seconds = Some(end.eval_started.elapsed().as_secs_f64());
         end.record.seconds = end.started.elapsed().as_secs_f64();
         log::append_metrics(&self.path, end.record)?;
         if self.verbose {

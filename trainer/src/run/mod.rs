@@ -5,8 +5,9 @@
 //! * `env.json`: one entry per session (git SHA, crate, tch and libtorch versions, device,
 //!   threads, seed);
 //! * `split.json`: the validation split and the train/val/test indices actually used;
-//! * `metrics.jsonl`: one flushed JSON line per epoch ([`log::EpochLog`], versioned by
-//!   [`log::METRICS_SCHEMA`]);
+//! * `metrics.jsonl`: one flushed JSON line per epoch
+//!   ([`EpochRecord`](classwise_core::record::EpochRecord), versioned by
+//!   [`METRICS_SCHEMA`](classwise_core::record::METRICS_SCHEMA), which the figures read back);
 //! * `checkpoints/e<epoch>/{model,optimizer,ema,fawa}.safetensors`, the selection candidates
 //!   `checkpoints/candidates/<track>-e<epoch>.safetensors`, and after the run
 //!   `checkpoints/best.safetensors` (and `best-ema`, `best-fawa`), all written atomically;
@@ -43,13 +44,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use classwise_core::average::Averaging;
+use classwise_core::record::{EpochRecord, METRICS_SCHEMA};
 use classwise_core::select::Selector;
 use serde::Serialize;
 
 pub use config::{BestSplit, DeviceChoice, Eps, RunConfig};
 pub use data::{evaluate_on, head_per_class};
 pub use dir::{Best, BuildInfo, RunDir, RunState};
-pub use log::{EpochLog, METRICS_SCHEMA, SplitLog};
+pub use log::split_record;
 pub use seeds::report_seed;
 
 use crate::data::Dataset;
@@ -317,7 +319,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 }
                 _ => None,
             };
-            let val = val_evaluation.as_ref().map(SplitLog::of);
+            let val = val_evaluation.as_ref().map(split_record);
             rule.observe(
                 epoch,
                 &ClassStats {
@@ -329,14 +331,14 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 },
             )?;
             let test = if evaluate_now {
-                Some(SplitLog::of(&eval_on(&model, &test_eval, EvalSplit::Test)?))
+                Some(split_record(&eval_on(&model, &test_eval, EvalSplit::Test)?))
             } else {
                 None
             };
-            let mut record = EpochLog {
+            let mut record = EpochRecord {
                 schema: METRICS_SCHEMA,
                 epoch,
-                rule: rule.name(),
+                rule: rule.name().to_owned(),
                 lr,
                 train_loss: stats.mean_loss,
                 train_robust: stats.train_robust,
@@ -348,9 +350,9 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 averaging: Vec::new(),
                 eps_warmup,
                 seconds: 0.0,
-                train_seconds,
-                train_images_per_second: data.train.len() as f64 / train_seconds.max(1e-9),
-                eval_seconds: 0.0,
+                train_seconds: Some(train_seconds),
+                train_images_per_second: Some(data.train.len() as f64 / train_seconds.max(1e-9)),
+                eval_seconds: None,
             };
             let eval_test = |m: &Model| eval_on(m, &test_eval, EvalSplit::Test);
             let mut end = EpochEnd {

@@ -7,12 +7,13 @@
 use std::path::{Path, PathBuf};
 
 use classwise_core::average::{Averager, Averaging};
+use classwise_core::record::AveragingRecord;
 use classwise_core::select::{EpochScore, Selector};
 use classwise_theory::calibration::AverageAction;
 
 use super::dir::RunState;
 use super::hooks::{EpochEnd, Hook, RunEnd, SelectedTrack, remove_dropped};
-use super::log::{AveragingLog, SplitLog};
+use super::log::split_record;
 use super::write_report;
 use crate::error::{IoContext, Result};
 use crate::model::Model;
@@ -90,7 +91,7 @@ impl SelectionTrack {
             for &e in &self.selector.candidates {
                 end.scratch.load_weights(&self.candidate_file(e))?;
                 let r = (end.final_eval)(end.scratch)?;
-                final_scores.push((e, SplitLog::of(&r).score()));
+                final_scores.push((e, split_record(&r).score()));
                 reports.push((e, r));
             }
         }
@@ -138,7 +139,7 @@ impl Hook for RawSelection {
             &end.record.test
         };
         let score = EpochScore {
-            avg_plus_worst: split.as_ref().map(SplitLog::score),
+            avg_plus_worst: split.as_ref().map(|s| s.score()),
             val_costs: end.val_costs.map(<[f64]>::to_vec),
         };
         self.track.offer(end.epoch, &score, end.model)
@@ -216,8 +217,8 @@ impl AveragedTrack {
         if decision.action != AverageAction::Keep {
             self.fresh = false;
         }
-        end.record.averaging.push(AveragingLog {
-            name: self.name(),
+        end.record.averaging.push(AveragingRecord {
+            name: self.name().to_owned(),
             action: decision.action,
             gate_value: decision.gate_value,
             updates: self.averager.state.updates,
@@ -229,7 +230,7 @@ impl AveragedTrack {
         else {
             return Ok(());
         };
-        let test = SplitLog::of(&(end.eval_test)(model)?);
+        let test = split_record(&(end.eval_test)(model)?);
         let score = EpochScore {
             avg_plus_worst: Some(test.score()),
             val_costs: None,
