@@ -498,6 +498,23 @@ fn fmnist_at_cfa_calibrates_averages_and_resumes_bit_identically() {
     let selection: serde_json::Value =
         serde_json::from_slice(&std::fs::read(a.join("selection.json")).unwrap()).unwrap();
     assert_eq!(selection["strategy"]["kind"], "best-avg-worst");
+    // The selected model's report names the strategy and the epoch that selection.json chose.
+    let best: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("report-best.json")).unwrap()).unwrap();
+    let raw = &selection["tracks"][0];
+    assert_eq!(raw["track"], "raw");
+    assert_eq!(best["selection"]["strategy"], "best-avg-worst");
+    assert_eq!(best["selection"]["epoch"], raw["epoch"]);
+    assert!(best["robust"]["per_class"].is_array(), "{best}");
+    let best_md = std::fs::read_to_string(a.join("report-best.md")).unwrap();
+    let epoch = raw["epoch"].as_u64().unwrap();
+    assert!(
+        best_md.starts_with(&format!(
+            "Selected model: the `raw` track at epoch {} of 3",
+            epoch + 1
+        )) && best_md.contains("`best-avg-worst` strategy"),
+        "{best_md}"
+    );
     // The resolved configuration records the overrides.
     let resolved = std::fs::read_to_string(a.join("config.toml")).unwrap();
     assert!(resolved.contains("delta = 0.0"), "{resolved}");

@@ -441,3 +441,52 @@ fn write_report(dir: &RunDir, stem: &str, report: &Evaluation) -> Result<()> {
         markdown(report).as_bytes(),
     )
 }
+
+/// How a selected model (`report-best*`) was chosen.
+#[derive(Serialize)]
+struct SelectionNote {
+    /// The strategy (`[select] kind`).
+    strategy: &'static str,
+    /// `raw`, `ema` or `fawa`.
+    track: &'static str,
+    /// The chosen epoch, 0-based as in `metrics.jsonl` and `selection.json`.
+    epoch: usize,
+    epochs: usize,
+}
+
+/// Writes the report of a selected model: `<stem>.json` with a `selection` field naming the
+/// strategy and the epoch, and `<stem>.md` opening with the same in a sentence.
+fn write_selected_report(
+    dir: &RunDir,
+    stem: &str,
+    report: &Evaluation,
+    note: SelectionNote,
+) -> Result<()> {
+    #[derive(Serialize)]
+    struct Selected<'a> {
+        selection: SelectionNote,
+        #[serde(flatten)]
+        report: &'a Evaluation,
+    }
+    let sentence = format!(
+        "Selected model: the `{}` track at epoch {} of {} (0-based index {}), chosen by the \
+         `{}` strategy (`selection.json` lists the candidates).\n\n",
+        note.track,
+        note.epoch + 1,
+        note.epochs,
+        note.epoch,
+        note.strategy
+    );
+    write_json(
+        &dir.0.join(format!("{stem}.json")),
+        "report",
+        &Selected {
+            selection: note,
+            report,
+        },
+    )?;
+    crate::io::write_atomic(
+        &dir.0.join(format!("{stem}.md")),
+        (sentence + &markdown(report)).as_bytes(),
+    )
+}

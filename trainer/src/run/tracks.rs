@@ -14,7 +14,7 @@ use classwise_theory::calibration::AverageAction;
 use super::dir::RunState;
 use super::hooks::{EpochEnd, Hook, RunEnd, SelectedTrack, remove_dropped};
 use super::log::split_record;
-use super::write_report;
+use super::{SelectionNote, write_report, write_selected_report};
 use crate::error::{IoContext, Result};
 use crate::model::Model;
 use crate::train::WeightAverage;
@@ -107,7 +107,17 @@ impl SelectionTrack {
                     (end.final_eval)(end.scratch)?
                 }
             };
-            write_report(end.dir, &format!("report-best{suffix}"), &report)?;
+            write_selected_report(
+                end.dir,
+                &format!("report-best{suffix}"),
+                &report,
+                SelectionNote {
+                    strategy: self.selector.strategy.name(),
+                    track: self.name,
+                    epoch: e,
+                    epochs: self.selector.epochs,
+                },
+            )?;
         }
         end.selected.push(SelectedTrack {
             track: self.name,
