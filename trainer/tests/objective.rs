@@ -13,7 +13,7 @@ use classwise_trainer::attack::{
 };
 use classwise_trainer::seed::seeded;
 use classwise_trainer::train::{
-    ClassPlan, Fat, Mart, Method, Objective, PgdAt, StepContext, Trades, TradesScaling,
+    ClassPlan, DevicePlan, Fat, Mart, Method, Objective, PgdAt, StepContext, Trades, TradesScaling,
 };
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
@@ -125,6 +125,7 @@ fn loss_of(
     epoch: usize,
     seed: i64,
 ) -> (f64, Vec<bool>) {
+    let plan = &DevicePlan::new(plan, Device::Cpu).unwrap();
     let out = seeded(seed, || {
         method
             .loss(model, x, y, StepContext { plan, epoch })

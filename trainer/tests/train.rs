@@ -4,8 +4,8 @@
 use classwise_trainer::attack::Pgd;
 use classwise_trainer::seed::seeded;
 use classwise_trainer::train::{
-    ClassPlan, LrSchedule, Method, Objective, PgdAt, Sgd, SgdConfig, StepContext, Trades,
-    TradesScaling,
+    ClassPlan, DevicePlan, LrSchedule, Method, Objective, PgdAt, Sgd, SgdConfig, StepContext,
+    Trades, TradesScaling,
 };
 use tch::nn::{self, ModuleT, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
@@ -177,6 +177,7 @@ fn schedules_follow_the_papers_indexing() {
 fn objective_loss(method: &Method, plan: &ClassPlan, seed: i64) -> (f64, Vec<bool>) {
     let (_vs, m) = model(7);
     let (x, y) = batch(8);
+    let plan = &DevicePlan::new(plan, Device::Cpu).unwrap();
     seeded(seed, || {
         let out = method
             .loss(&m, &x, &y, StepContext { plan, epoch: 0 })
@@ -241,9 +242,20 @@ fn a_bad_plan_is_an_error_naming_the_field() {
         attack: Pgd::ce(1, 0.01),
         attack_train_mode: false,
     });
+    // The plan is checked when it is put on the device, before any batch.
     let error = |plan: &ClassPlan| {
-        method
-            .loss(&m, &x, &y, StepContext { plan, epoch: 0 })
+        DevicePlan::new(plan, Device::Cpu)
+            .and_then(|plan| {
+                method.loss(
+                    &m,
+                    &x,
+                    &y,
+                    StepContext {
+                        plan: &plan,
+                        epoch: 0,
+                    },
+                )
+            })
             .err()
             .unwrap()
             .to_string()

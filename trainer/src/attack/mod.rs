@@ -60,7 +60,13 @@ impl Budget {
         let table = Tensor::from_slice(class_eps)
             .to_kind(Kind::Float)
             .to_device(labels.device());
-        check_labels(labels, class_eps.len() as i64)?;
+        Self::from_class_table(&table, labels)
+    }
+
+    /// ε_{y_i} from a per-class table already on the labels' device (1-D f32, values checked
+    /// by the caller), so that a batch needs no host-to-device copy.
+    pub(crate) fn from_class_table(table: &Tensor, labels: &Tensor) -> Result<Self> {
+        check_labels(labels, table.size()[0])?;
         Ok(Budget(table.index_select(0, labels)))
     }
 

@@ -104,6 +104,24 @@ pub struct Evaluation {
     pub warnings: Vec<String>,
 }
 
+/// x' from `attack` at the same budget ε for every sample, the model in eval mode.
+fn perturb_uniform(
+    model: &dyn ModuleT,
+    attack: &dyn Attack,
+    x: &Tensor,
+    y: &Tensor,
+    eps: f64,
+) -> Result<Tensor> {
+    let budget = Budget::uniform(eps, x.size()[0], x.device())?;
+    let input = AttackInput {
+        x,
+        y,
+        eps: &budget,
+        train: false,
+    };
+    attack.perturb(model, &input)
+}
+
 /// Evaluates `model` in eval mode on `batches` of (images in [0, 1], labels) against `attack` at
 /// budget `eps` (the same for every sample), counting robust samples as `counting` says.
 pub fn evaluate(
@@ -128,14 +146,7 @@ pub fn evaluate(
         if i == 0 {
             warnings.extend(first_batch_checks(model, &x));
         }
-        let budget = Budget::uniform(eps, x.size()[0], device)?;
-        let input = AttackInput {
-            x: &x,
-            y: &y,
-            eps: &budget,
-            train: false,
-        };
-        let x_adv = attack.perturb(model, &input)?;
+        let x_adv = perturb_uniform(model, attack, &x, &y, eps)?;
         let (clean_pred, adv_pred) = tch::no_grad(|| {
             (
                 model.forward_t(&x, false).argmax(-1, false),
@@ -334,14 +345,7 @@ pub fn trades_costs(
     for batch in batches {
         let (x, y) = batch?;
         let (x, y) = (x.to_device(device), y.to_device(device));
-        let budget = Budget::uniform(eps, x.size()[0], device)?;
-        let input = AttackInput {
-            x: &x,
-            y: &y,
-            eps: &budget,
-            train: false,
-        };
-        let x_adv = trades.attack.perturb(model, &input)?;
+        let x_adv = perturb_uniform(model, &trades.attack, &x, &y, eps)?;
         tch::no_grad(|| {
             let z = model.forward_t(&x, false);
             let z_adv = model.forward_t(&x_adv, false);

@@ -21,7 +21,6 @@ use serde::Serialize;
 
 use super::dir::{RunDir, RunState};
 use super::log;
-use super::tracks::remove_files;
 use crate::error::{IoContext, Result};
 use crate::eval::Evaluation;
 use crate::model::Model;
@@ -141,9 +140,13 @@ impl Hook for CheckpointPruner {
     }
 }
 
-/// Deletes files the last `state.json` no longer names.
+/// Deletes files the last `state.json` no longer names (dropped candidates), ignoring those
+/// already gone, and forgets them.
 pub(crate) fn remove_dropped(files: &mut Vec<PathBuf>) -> Result<()> {
-    remove_files(files)?;
-    files.clear();
+    for f in files.drain(..) {
+        if f.exists() {
+            std::fs::remove_file(&f).at("removing", &f)?;
+        }
+    }
     Ok(())
 }

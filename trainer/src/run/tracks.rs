@@ -330,13 +330,3 @@ impl Hook for Averages {
         Ok(())
     }
 }
-
-/// Deletes files that no longer matter (dropped candidates), ignoring those already gone.
-pub(crate) fn remove_files(files: &[PathBuf]) -> Result<()> {
-    for f in files {
-        if f.exists() {
-            std::fs::remove_file(f).at("removing", f)?;
-        }
-    }
-    Ok(())
-}

@@ -6,7 +6,7 @@
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
-use super::objective::{Objective, StepContext};
+use super::objective::{DevicePlan, Objective, StepContext};
 use super::optim::Sgd;
 use super::plan::ClassPlan;
 use crate::error::{Result, TrainerError};
@@ -54,6 +54,8 @@ pub fn train_epoch(
     device: Device,
 ) -> Result<EpochStats> {
     let k = plan.n_classes();
+    // The plan's vectors go to the device once per epoch.
+    let device_plan = DevicePlan::new(plan, device)?;
     // Per-class counts stay on the device; one copy to the host per epoch.
     let mut correct = Tensor::zeros([k as i64], (Kind::Int64, device));
     let mut total = Tensor::zeros([k as i64], (Kind::Int64, device));
@@ -64,9 +66,9 @@ pub fn train_epoch(
         let step = settings(i);
         let scaled;
         let plan = if step.eps_scale == 1.0 {
-            plan
+            &device_plan
         } else {
-            scaled = plan.with_eps_scale(step.eps_scale)?;
+            scaled = device_plan.with_eps_scale(step.eps_scale)?;
             &scaled
         };
         optimizer.zero_grad();

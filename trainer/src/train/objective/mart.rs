@@ -13,9 +13,7 @@ use serde::{Deserialize, Serialize};
 use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
-use super::{
-    Objective, StepContext, StepOutput, absolute_step, adversarial, ce, correct_of, per_sample,
-};
+use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, ce, correct_of};
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
 
@@ -74,9 +72,9 @@ impl Objective for Mart {
             &z,
             &z_adv,
             y,
-            &per_sample(&ctx.plan.beta, y),
-            &per_sample(&ctx.plan.natural_weight, y),
-            &per_sample(&ctx.plan.boundary_weight, y),
+            &ctx.plan.beta(y),
+            &ctx.plan.natural_weight(y),
+            &ctx.plan.boundary_weight(y),
         );
         Ok(StepOutput {
             loss: per.mean(Kind::Float),

@@ -25,7 +25,7 @@ pub use trades::Trades;
 
 use serde::{Deserialize, Serialize};
 use tch::nn::ModuleT;
-use tch::{Kind, Tensor};
+use tch::{Device, Kind, Tensor};
 
 use super::plan::ClassPlan;
 use crate::attack::{Attack, AttackInput, Budget, Pgd, StepSize};
@@ -43,10 +43,76 @@ pub struct StepOutput {
 /// What a batch is trained with besides its data.
 #[derive(Clone, Copy)]
 pub struct StepContext<'a> {
-    /// The epoch's class-wise plan (ε already scaled by any warm-up).
-    pub plan: &'a ClassPlan,
+    /// The epoch's class-wise plan on the training device (ε already scaled by any warm-up).
+    pub plan: &'a DevicePlan,
     /// The 0-based epoch (FAT's dynamic τ).
     pub epoch: usize,
+}
+
+/// A [`ClassPlan`], checked, with its per-class vectors as f32 tensors on the training device.
+/// Built once per epoch (and per batch only while ε warms up), so that a batch only gathers its
+/// samples' entries on the device instead of copying the vectors from the host.
+pub struct DevicePlan {
+    plan: ClassPlan,
+    eps: Tensor,
+    beta: Tensor,
+    natural_weight: Tensor,
+    boundary_weight: Tensor,
+}
+
+impl DevicePlan {
+    /// Checks `plan` (every vector one finite value ≥ 0 per class; errors name `plan.<field>`)
+    /// and copies it to `device`.
+    pub fn new(plan: &ClassPlan, device: Device) -> Result<Self> {
+        plan.validate_self()?;
+        let table = |v: &[f64]| Tensor::from_slice(v).to_kind(Kind::Float).to_device(device);
+        Ok(DevicePlan {
+            eps: table(&plan.eps),
+            beta: table(&plan.beta),
+            natural_weight: table(&plan.natural_weight),
+            boundary_weight: table(&plan.boundary_weight),
+            plan: plan.clone(),
+        })
+    }
+
+    /// The plan with every ε multiplied by `factor` (an ε warm-up); the other tables are shared.
+    pub fn with_eps_scale(&self, factor: f64) -> Result<Self> {
+        let plan = self.plan.with_eps_scale(factor)?;
+        Ok(DevicePlan {
+            eps: Tensor::from_slice(&plan.eps)
+                .to_kind(Kind::Float)
+                .to_device(self.eps.device()),
+            beta: self.beta.shallow_clone(),
+            natural_weight: self.natural_weight.shallow_clone(),
+            boundary_weight: self.boundary_weight.shallow_clone(),
+            plan,
+        })
+    }
+
+    /// The plan on the host.
+    pub fn plan(&self) -> &ClassPlan {
+        &self.plan
+    }
+
+    /// ε_{y_i} per sample.
+    pub(crate) fn budget(&self, y: &Tensor) -> Result<Budget> {
+        Budget::from_class_table(&self.eps, y)
+    }
+
+    /// β_{y_i} per sample.
+    pub(crate) fn beta(&self, y: &Tensor) -> Tensor {
+        self.beta.index_select(0, y)
+    }
+
+    /// The weight of the natural/CE term of sample i's class.
+    pub(crate) fn natural_weight(&self, y: &Tensor) -> Tensor {
+        self.natural_weight.index_select(0, y)
+    }
+
+    /// The weight of the boundary (KL) term of sample i's class.
+    pub(crate) fn boundary_weight(&self, y: &Tensor) -> Tensor {
+        self.boundary_weight.index_select(0, y)
+    }
 }
 
 /// A training objective.
@@ -137,14 +203,6 @@ impl Objective for Method {
     }
 }
 
-/// `values[y_i]` per sample, as f32 on the labels' device.
-pub(crate) fn per_sample(values: &[f64], y: &Tensor) -> Tensor {
-    Tensor::from_slice(values)
-        .to_kind(Kind::Float)
-        .to_device(y.device())
-        .index_select(0, y)
-}
-
 pub(crate) fn correct_of(logits: &Tensor, y: &Tensor) -> Tensor {
     logits.detach().argmax(-1, false).eq_tensor(y)
 }
@@ -162,14 +220,13 @@ pub(crate) fn kl(z: &Tensor, z_adv: &Tensor) -> Tensor {
     (p.xlogy(&p) - &p * z_adv.log_softmax(-1, Kind::Float)).sum_dim_intlist(-1, false, Kind::Float)
 }
 
-/// Checks the batch and the plan; returns the per-sample budgets ε_{y_i}.
-pub(crate) fn prepare(x: &Tensor, y: &Tensor, plan: &ClassPlan) -> Result<Budget> {
+/// Checks the batch and its labels; returns the per-sample budgets ε_{y_i}.
+pub(crate) fn prepare(x: &Tensor, y: &Tensor, plan: &DevicePlan) -> Result<Budget> {
     let n = x.size().first().copied().unwrap_or(0);
     if n == 0 {
         return Err(invalid("batch", "0 samples", "at least one sample"));
     }
-    plan.validate_self()?;
-    Budget::per_class(&plan.eps, y)
+    plan.budget(y)
 }
 
 /// x' from the CE/KL-PGD `attack` at the plan's per-sample budgets ε_{y_i} and step override,
@@ -178,7 +235,7 @@ pub(crate) fn adversarial(
     model: &dyn ModuleT,
     x: &Tensor,
     y: &Tensor,
-    plan: &ClassPlan,
+    plan: &DevicePlan,
     attack: &Pgd,
     train: bool,
 ) -> Result<Tensor> {
@@ -202,10 +259,10 @@ pub(crate) fn weighted_ce(
     model: &dyn ModuleT,
     input: &Tensor,
     y: &Tensor,
-    plan: &ClassPlan,
+    plan: &DevicePlan,
 ) -> StepOutput {
     let z = model.forward_t(input, true);
-    let w = per_sample(&plan.natural_weight, y);
+    let w = plan.natural_weight(y);
     StepOutput {
         loss: (ce(&z, y) * w).mean(Kind::Float),
         correct: correct_of(&z, y),
@@ -213,8 +270,8 @@ pub(crate) fn weighted_ce(
 }
 
 /// The attack's step with the plan's override (FRL's remargin) applied.
-pub(crate) fn planned_step(step: StepSize, plan: &ClassPlan) -> StepSize {
-    plan.step_size.map_or(step, StepSize::Absolute)
+pub(crate) fn planned_step(step: StepSize, plan: &DevicePlan) -> StepSize {
+    plan.plan.step_size.map_or(step, StepSize::Absolute)
 }
 
 /// The absolute step of `step` at budget `eps`.

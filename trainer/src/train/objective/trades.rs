@@ -10,7 +10,7 @@ use tch::{Kind, Tensor};
 
 use super::{
     Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce, correct_of,
-    kl, per_sample,
+    kl,
 };
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
@@ -57,9 +57,9 @@ impl Objective for Trades {
         let x_adv = adversarial(model, x, y, ctx.plan, &self.attack, false)?;
         let z = model.forward_t(x, true);
         let z_adv = model.forward_t(&x_adv, true);
-        let (a, b) = term_weights(self.scaling, &per_sample(&ctx.plan.beta, y));
-        let u = a * per_sample(&ctx.plan.natural_weight, y);
-        let v = b * per_sample(&ctx.plan.boundary_weight, y);
+        let (a, b) = term_weights(self.scaling, &ctx.plan.beta(y));
+        let u = a * ctx.plan.natural_weight(y);
+        let v = b * ctx.plan.boundary_weight(y);
         let per_sample_loss = u * ce(&z, y) + v * kl(&z, &z_adv);
         Ok(StepOutput {
             loss: per_sample_loss.mean(Kind::Float),
