@@ -25,14 +25,23 @@
 //! * [`early_stop`]: early-stopped PGD (FAT, BAT): per-sample budgets of extra steps after the
 //!   first misclassification, the number of steps taken, and the boundary pair (last correct /
 //!   first wrong iterate).
+//! * AutoAttack's four attacks (Croce & Hein 2020, `fra31/auto-attack`): [`apgd`] (APGD-CE,
+//!   APGD-DLR, APGD-T, with EOT), [`fab`] (FAB, FAB-T) and [`square`]; the cascade that runs
+//!   them is in `eval`.
 
+pub mod apgd;
 pub mod early_stop;
+pub mod fab;
 pub mod loss;
 pub mod pgd;
+pub mod square;
 
+pub use apgd::{Apgd, ApgdLoss};
 pub use early_stop::{EarlyStopVariant, EarlyStopped, EarlyStoppedPgd};
+pub use fab::Fab;
 pub use loss::AttackLoss;
 pub use pgd::{Pgd, Start, StepSize};
+pub use square::Square;
 
 use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
@@ -123,6 +132,16 @@ pub trait Attack {
 
     /// The adversarial inputs x' (detached, same shape as x).
     fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor>;
+
+    /// x' and the warnings about the evaluation's reliability the attack noticed on the way
+    /// (APGD's zero gradients, as AutoAttack's `check_zero_gradients`); none by default.
+    fn perturb_checked(
+        &self,
+        model: &dyn ModuleT,
+        input: &AttackInput<'_>,
+    ) -> Result<(Tensor, Vec<String>)> {
+        Ok((self.perturb(model, input)?, Vec::new()))
+    }
 }
 
 /// Checks shapes and ranges of an attack's input: x has N rows with values in [0, 1], y is a

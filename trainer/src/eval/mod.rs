@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
+pub mod autoattack;
+
 use crate::attack::{Attack, AttackInput, Budget};
 use crate::error::{Result, TrainerError, invalid};
 
@@ -180,27 +182,61 @@ pub fn evaluate(
         robust_pred.extend(to_usize(&adv_pred)?);
         labels.extend(yv);
     }
-    if labels.is_empty() {
+    summarize(
+        attack.describe(),
+        eps,
+        counting,
+        class_names,
+        &Outcomes {
+            labels,
+            clean_ok,
+            robust_ok,
+            robust_pred,
+        },
+        warnings,
+    )
+}
+
+/// Per-sample outcomes of an evaluation, in sample order.
+pub(crate) struct Outcomes {
+    pub labels: Vec<usize>,
+    pub clean_ok: Vec<bool>,
+    pub robust_ok: Vec<bool>,
+    /// Predictions on the adversarial examples.
+    pub robust_pred: Vec<usize>,
+}
+
+/// The class-wise report of per-sample outcomes.
+pub(crate) fn summarize(
+    attack: String,
+    eps: f64,
+    counting: RobustCounting,
+    class_names: &[String],
+    o: &Outcomes,
+    warnings: Vec<String>,
+) -> Result<Evaluation> {
+    let k = class_names.len();
+    if o.labels.is_empty() {
         return Err(invalid("data", "no samples", "at least one batch"));
     }
-    let clean = class_accuracy_from_flags(&clean_ok, &labels, k)?;
-    let robust = class_accuracy_from_flags(&robust_ok, &labels, k)?;
+    let clean = class_accuracy_from_flags(&o.clean_ok, &o.labels, k)?;
+    let robust = class_accuracy_from_flags(&o.robust_ok, &o.labels, k)?;
     Ok(Evaluation {
-        attack: attack.describe(),
+        attack,
         eps,
         robust_counting: counting,
-        n_samples: labels.len(),
+        n_samples: o.labels.len(),
         class_names: class_names.to_vec(),
         robust_worst_20_percent: robust.worst_fraction_mean(0.2)?,
         clean: clean.summary(),
         robust: robust.summary(),
-        errors: class_errors(&clean_ok, &robust_ok, &labels, k)?,
-        confusion_under_attack: ConfusionMatrix::from_predictions(&robust_pred, &labels, k)?,
+        errors: class_errors(&o.clean_ok, &o.robust_ok, &o.labels, k)?,
+        confusion_under_attack: ConfusionMatrix::from_predictions(&o.robust_pred, &o.labels, k)?,
         warnings,
     })
 }
 
-fn predict_in_halves(model: &dyn ModuleT, x: &Tensor) -> Tensor {
+pub(crate) fn predict_in_halves(model: &dyn ModuleT, x: &Tensor) -> Tensor {
     let n = x.size()[0];
     let h = (n / 2).max(1).min(n);
     let mut parts = vec![model.forward_t(&x.narrow(0, 0, h), false).argmax(-1, false)];
@@ -215,7 +251,7 @@ fn predict_in_halves(model: &dyn ModuleT, x: &Tensor) -> Tensor {
 }
 
 /// AutoAttack-style checks on the first batch: randomised forward, batch-size dependence.
-fn first_batch_checks(model: &dyn ModuleT, x: &Tensor) -> Vec<String> {
+pub(crate) fn first_batch_checks(model: &dyn ModuleT, x: &Tensor) -> Vec<String> {
     let mut warnings = Vec::new();
     tch::no_grad(|| {
         let a = model.forward_t(x, false);

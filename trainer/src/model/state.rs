@@ -122,6 +122,23 @@ impl Model {
             .collect()
     }
 
+    /// SHA-256 (hex) of the whole state: names, kinds, shapes and values in name order. Two
+    /// models with the same fingerprint compute the same function; a resumed evaluation checks
+    /// it so that it never mixes two models' results.
+    pub fn fingerprint(&self) -> Result<String> {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for (name, t) in self.variables_sorted() {
+            h.update(name.as_bytes());
+            h.update(format!("{:?}{:?}", t.kind(), t.size()).as_bytes());
+            let t = t.detach().to_device(tch::Device::Cpu).contiguous();
+            let mut bytes = vec![0u8; t.numel() * t.kind().elt_size_in_bytes()];
+            t.f_copy_data_u8(&mut bytes, t.numel())?;
+            h.update(&bytes);
+        }
+        Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+
     /// The first difference between this model's state and `given` (by name order: missing
     /// or mis-shaped entries of the model first, then entries the model lacks), or `None` if
     /// names, shapes and kinds all agree. `num_batches_tracked` entries of `given` are ignored.

@@ -28,13 +28,7 @@ pub fn report_seed(config: &RunConfig) -> i64 {
 
 /// A 64-bit mix of (seed, epoch, step) for libtorch's generator.
 pub(crate) fn torch_seed(seed: u64, epoch: usize, step: usize) -> i64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for v in [seed, epoch as u64, step as u64] {
-        for b in v.to_le_bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    (h >> 1) as i64
+    crate::seed::mix(seed, epoch as u64, step as u64)
 }
 
 /// A ChaCha8 stream for (seed, purpose, epoch).

@@ -1,0 +1,226 @@
+//! Square Attack (Andriushchenko et al. 2020), the black-box part of AutoAttack, in ℓ∞, with
+//! the reference's details (`fra31/auto-attack:autoattack/square.py`, as AutoAttack runs it:
+//! 5,000 queries, p_init = 0.8, 1 restart, margin loss, no rescaling of the schedule):
+//!
+//! * start: x + ε_i·s with s = ±1 drawn per (point, channel, column): vertical stripes;
+//! * iteration i: a square of side max(round(√(p_i·H·W)), 1) (at most H, W) at one random
+//!   position, the same for the whole batch; each channel of the window gets ±2ε_i, the sign
+//!   drawn per channel and shared by the batch; x_new = Clip01(Π_ε(x_best + Δ));
+//! * p_i = p_init halved after 10, 50, 200, 500, 1,000, 2,000, 4,000, 6,000 and 8,000 queries
+//!   ([`p_schedule`]);
+//! * a point keeps x_new if its margin z_y − max_{j≠y} z_j decreases or becomes ≤ 0; a
+//!   point with margin ≤ 0 is done and is no longer queried.
+//!
+//! Only the points still robust are queried, all of them in one batch.
+
+use serde::{Deserialize, Serialize};
+use tch::nn::ModuleT;
+use tch::{Kind, Tensor};
+
+use super::{Attack, AttackInput, check_input, project, row_shape};
+use crate::error::{Result, invalid};
+
+/// Square's settings; [`Square::autoattack`] gives AutoAttack's.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Square {
+    /// Iterations (queries after the start) per restart (5,000).
+    pub queries: usize,
+    /// p_init, the initial fraction of the image a square covers (0.8).
+    pub p_init: f64,
+    pub restarts: usize,
+}
+
+impl Square {
+    /// Square as AutoAttack's `standard` version runs it.
+    pub fn autoattack() -> Self {
+        Square {
+            queries: 5000,
+            p_init: 0.8,
+            restarts: 1,
+        }
+    }
+
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<()> {
+        if self.queries == 0 {
+            return Err(invalid("square.queries", 0, ">= 1"));
+        }
+        if self.restarts == 0 {
+            return Err(invalid("square.restarts", 0, ">= 1"));
+        }
+        if !(self.p_init > 0.0 && self.p_init <= 1.0) {
+            return Err(invalid("square.p_init", self.p_init, "in (0, 1]"));
+        }
+        Ok(())
+    }
+
+    /// x' (x itself for the points not fooled). `trace`, when given, receives after the start
+    /// and after every iteration the best margin of every point a run attacks (those classified
+    /// correctly, in batch order; ≤ 0: fooled), run after run.
+    pub fn run(
+        &self,
+        model: &dyn ModuleT,
+        input: &AttackInput<'_>,
+        mut trace: Option<&mut Vec<Tensor>>,
+    ) -> Result<Tensor> {
+        self.validate()?;
+        check_input(input)?;
+        let (x, y) = (input.x, input.y);
+        let n = x.size()[0];
+        let mut adv = x.detach().copy();
+        if n == 0 {
+            return Ok(adv);
+        }
+        if x.dim() != 4 {
+            return Err(invalid(
+                "x",
+                format!("{:?}", x.size()),
+                "images [N, C, H, W] (Square Attack)",
+            ));
+        }
+        let margin_of = |xs: &Tensor, ys: &Tensor| {
+            tch::no_grad(|| margin(&model.forward_t(xs, input.train), ys))
+        };
+        let predict =
+            |xs: &Tensor| tch::no_grad(|| model.forward_t(xs, input.train).argmax(-1, false));
+        let mut robust = predict(x).eq_tensor(y);
+        let eps = input.eps.tensor().to_kind(x.kind());
+        for _ in 0..self.restarts {
+            let idx = robust.nonzero().squeeze_dim(1);
+            if idx.numel() == 0 {
+                break;
+            }
+            let xs = x.index_select(0, &idx);
+            let ys = y.index_select(0, &idx);
+            let es = eps.index_select(0, &idx);
+            let best = self.single_run(&margin_of, &xs, &ys, &es, trace.as_deref_mut())?;
+            let fooled = predict(&best).ne_tensor(&ys).nonzero().squeeze_dim(1);
+            if fooled.numel() > 0 {
+                let at = idx.index_select(0, &fooled);
+                let _ = robust.index_fill_(0, &at, 0);
+                let _ = adv.index_copy_(0, &at, &best.index_select(0, &fooled));
+            }
+        }
+        Ok(adv)
+    }
+
+    /// One run on points all robust at the start: the best point of each.
+    fn single_run(
+        &self,
+        margin_of: &dyn Fn(&Tensor, &Tensor) -> Tensor,
+        x: &Tensor,
+        y: &Tensor,
+        eps: &Tensor,
+        mut trace: Option<&mut Vec<Tensor>>,
+    ) -> Result<Tensor> {
+        let size = x.size();
+        let m = size[0];
+        let (c, h, w) = (size[1], size[2], size[3]);
+        let rows = row_shape(4);
+        let eps_b = eps.view(rows.as_slice());
+        let device = x.device();
+        let stripes = rand_sign(&[m, c, 1, w], device);
+        let mut x_best = (x + &eps_b * stripes).clamp(0.0, 1.0);
+        let mut margin_min = margin_of(&x_best, y);
+        // Rows of the points still queried, into this run's batch.
+        let mut pos = Tensor::arange(m, (Kind::Int64, device));
+        let record = |trace: &mut Option<&mut Vec<Tensor>>, margin_min: &Tensor| {
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(margin_min.copy());
+            }
+        };
+        record(&mut trace, &margin_min);
+        for i in 0..self.queries {
+            let active = margin_min
+                .index_select(0, &pos)
+                .gt(0.0)
+                .nonzero()
+                .squeeze_dim(1);
+            if active.numel() == 0 {
+                break;
+            }
+            if active.numel() < pos.numel() {
+                pos = pos.index_select(0, &active);
+            }
+            let xc = x.index_select(0, &pos);
+            let best_c = x_best.index_select(0, &pos);
+            let yc = y.index_select(0, &pos);
+            let ec = eps_b.index_select(0, &pos);
+            let p = p_schedule(self.p_init, i);
+            let s = side(p, h, w);
+            let vh = rand_below(h - s, device)?;
+            let vw = rand_below(w - s, device)?;
+            let signs = rand_sign(&[1, c, 1, 1], device);
+            let window = Tensor::zeros([1, c, h, w], (Kind::Float, device));
+            let _ = window
+                .narrow(2, vh, s)
+                .narrow(3, vw, s)
+                .copy_(&signs.expand([1, c, s, s], false));
+            let x_new = project(&(&best_c + window * (&ec * 2.0)), &xc, &ec);
+            let margin_new = margin_of(&x_new, &yc);
+            let old = margin_min.index_select(0, &pos);
+            let accept = margin_new.lt_tensor(&old).logical_or(&margin_new.le(0.0));
+            let at_rows = accept.nonzero().squeeze_dim(1);
+            if at_rows.numel() > 0 {
+                let at = pos.index_select(0, &at_rows);
+                let _ = margin_min.index_copy_(0, &at, &margin_new.index_select(0, &at_rows));
+                let _ = x_best.index_copy_(0, &at, &x_new.index_select(0, &at_rows));
+            }
+            record(&mut trace, &margin_min);
+        }
+        Ok(x_best)
+    }
+}
+
+/// z_y − max_{j≠y} z_j per row.
+pub fn margin(z: &Tensor, y: &Tensor) -> Tensor {
+    let zy = z.gather(1, &y.unsqueeze(1), false).squeeze_dim(1);
+    let others = z.scatter_value(1, &y.unsqueeze(1), f64::NEG_INFINITY);
+    zy - others.amax(1, false)
+}
+
+/// p at iteration `i` (0-based): p_init halved after 10, 50, 200, 500, 1,000, 2,000, 4,000,
+/// 6,000 and 8,000 iterations (`p_selection` in `fra31/auto-attack:autoattack/square.py`,
+/// without rescaling to the query budget, as AutoAttack runs it).
+pub fn p_schedule(p_init: f64, i: usize) -> f64 {
+    const STEPS: [usize; 9] = [10, 50, 200, 500, 1000, 2000, 4000, 6000, 8000];
+    let halvings = STEPS.iter().filter(|&&t| i > t).count();
+    p_init / f64::from(1u32 << halvings)
+}
+
+/// The side of the square for fraction `p` of an h × w image: max(round(√(p·h·w)), 1), at most
+/// min(h, w).
+pub fn side(p: f64, h: i64, w: i64) -> i64 {
+    let s = ((p * (h * w) as f64).sqrt().round() as i64).max(1);
+    s.min(h.min(w))
+}
+
+/// ±1 with equal probability, from libtorch's generator.
+fn rand_sign(shape: &[i64], device: tch::Device) -> Tensor {
+    (Tensor::rand(shape, (Kind::Float, device)) * 2.0 - 1.0).sign()
+}
+
+/// An integer uniform in [0, hi) from libtorch's generator, 0 when hi ≤ 0 (the reference's
+/// `random_int(0, hi)`, which never draws hi itself).
+fn rand_below(hi: i64, device: tch::Device) -> Result<i64> {
+    let u = Tensor::rand([1], (Kind::Float, device));
+    Ok(((u * hi.max(0) as f64).floor().int64_value(&[0])).clamp(0, (hi - 1).max(0)))
+}
+
+impl Attack for Square {
+    /// E.g. `square 5000 queries p_init 0.8 1 restart`.
+    fn describe(&self) -> String {
+        format!(
+            "square {} queries p_init {} {} restart{}",
+            self.queries,
+            self.p_init,
+            self.restarts,
+            if self.restarts == 1 { "" } else { "s" }
+        )
+    }
+
+    fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+        self.run(model, input, None)
+    }
+}
