@@ -3,8 +3,8 @@
 //! gradients, and the early-stopped variants follow their rules.
 
 use classwise_trainer::attack::{
-    Attack, AttackInput, AttackLoss, Budget, EarlyStopVariant, EarlyStoppedPgd, Pgd, Start,
-    StepSize,
+    Apgd, Attack, AttackInput, AttackLoss, Budget, EarlyStopVariant, EarlyStoppedPgd, Fab, Pgd,
+    Square, Start, StepSize,
 };
 use classwise_trainer::seed::seeded;
 use tch::nn::{self, ModuleT};
@@ -72,6 +72,23 @@ fn all_attacks() -> Vec<Box<dyn Attack>> {
             step: StepSize::FractionOfEps(0.5),
             start: Start::Normal { std: 0.3 },
             loss: AttackLoss::CrossEntropy,
+        }),
+        Box::new(Apgd {
+            iterations: 5,
+            ..Apgd::ce()
+        }),
+        Box::new(Apgd {
+            iterations: 5,
+            eot_iter: 2,
+            ..Apgd::dlr()
+        }),
+        Box::new(Fab {
+            iterations: 5,
+            ..Fab::untargeted()
+        }),
+        Box::new(Square {
+            queries: 20,
+            ..Square::autoattack()
         }),
     ]
 }

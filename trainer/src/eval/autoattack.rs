@@ -414,11 +414,8 @@ impl Cascade<'_> {
             seed: self.seed,
         };
         let labels: Vec<i64> = data.label_slice().to_vec();
-        let mut x_adv = data
-            .images()
-            .to_device(Device::Cpu)
-            .to_kind(Kind::Float)
-            .copy();
+        // The images as the attacks see them (f32 in [0, 1], as `Dataset::batch` gives them).
+        let mut x_adv = data.images().to_device(Device::Cpu).to_kind(Kind::Float) / 255.0;
         let (mut state, resumed) = match self.load_state(&key)? {
             Some(state) => {
                 self.restore_adversarial(&state, &mut x_adv)?;
