@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use classwise_trainer::attack::{Pgd, StepSize};
 use classwise_trainer::data::{self, Part};
+use classwise_trainer::eval::autoattack::{AaAttack, AutoAttackSpec, Cascade, Version};
 use classwise_trainer::eval::{RobustCounting, markdown};
 use classwise_trainer::io::write_json;
 use classwise_trainer::run::{self, RunConfig, RunDir, TrainOptions};
@@ -62,6 +63,8 @@ pub enum AttackKind {
     Cw,
     /// Tian et al.'s Temperature-PGD (--inv-t).
     Temperature,
+    /// AutoAttack (--version, or a custom --attacks list), class by class; resumable.
+    Autoattack,
 }
 
 #[derive(Args)]
@@ -75,6 +78,10 @@ pub struct EvalArgs {
     /// Attack [default: the run's evaluation attack].
     #[arg(long, value_enum)]
     attack: Option<AttackKind>,
+    /// Run the configuration's `[[eval.protocol]]` (its paper's final evaluation: e.g.
+    /// natural, PGD, CW∞ and AutoAttack) into one class-wise report.
+    #[arg(long, conflicts_with_all = ["attack", "steps", "step", "inv_t", "attacks"])]
+    protocol: bool,
     /// Attack steps (PGD, CW, Temperature).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     steps: u64,
@@ -92,6 +99,27 @@ pub struct EvalArgs {
     /// clean-and-adversarial].
     #[arg(long, value_parser = |s: &str| s.parse::<RobustCounting>())]
     robust_counting: Option<RobustCounting>,
+    /// Evaluate on the first N test images of each class in file order [default: the run's
+    /// test subset, `data.test_per_class`].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    test_per_class: Option<u64>,
+    /// AutoAttack version: standard (APGD-CE, APGD-T, FAB-T, Square), plus, or rand (APGD-CE
+    /// and APGD-DLR with EOT over 20 forwards).
+    #[arg(long, default_value = "standard", value_parser = |s: &str| s.parse::<Version>())]
+    version: Version,
+    /// AutoAttack: a custom list of attacks run in this order, each with the standard
+    /// version's settings, e.g. `apgd-ce,square` (apgd-ce, apgd-dlr, apgd-t, fab, fab-t,
+    /// square).
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<AaAttack>())]
+    attacks: Option<Vec<AaAttack>>,
+    /// AutoAttack: points per attack batch (a killed evaluation resumes from its last
+    /// finished batch).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+    batch_size: u64,
+    /// AutoAttack: also save the images, adversarial examples, labels, test indices, clean
+    /// logits and robust flags as `<report>-adv.safetensors` (for `tools/crosscheck`).
+    #[arg(long)]
+    save_adv: bool,
     /// Directory holding the data sets [default: as `train`].
     #[arg(long, env = "CLASSWISE_DATA_DIR")]
     data_dir: Option<PathBuf>,
@@ -154,6 +182,12 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     if let Some(c) = a.robust_counting {
         config.eval.robust_counting = c;
     }
+    if matches!(a.attack, Some(AttackKind::Autoattack)) {
+        return autoattack(a, &dir, &config);
+    }
+    if a.protocol {
+        return protocol(a, &dir, &config);
+    }
     let eps = config.eval.eps.value;
     let steps = usize::try_from(a.steps)?;
     let step = a.step.unwrap_or(eps / 4.0);
@@ -170,6 +204,7 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
         },
         Some(AttackKind::Cw) => Pgd::cw(steps, step),
         Some(AttackKind::Temperature) => Pgd::temperature(steps, step, a.inv_t),
+        Some(AttackKind::Autoattack) => unreachable!("handled by `autoattack` above"),
     };
     config.eval.attack.validate().map_err(|e| {
         anyhow::anyhow!("{}", e.in_section("eval")).context("--attack, --steps, --step or --inv-t")
@@ -177,11 +212,11 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let device = config.device.device()?;
     let model = dir.load_model(&a.checkpoint, device)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
-    let test = run::head_per_class(&test_full, config.data.test_per_class)?;
+    let (test, _) = test_subset(a, &config, &test_full)?;
     let report = classwise_trainer::seed::seeded(run::report_seed(&config), || {
         run::evaluate_on(&model, &test, &config, device)
     })?;
-    let stem = eval_file_stem(&a.checkpoint, &report.attack, &config.eval);
+    let stem = eval_file_stem(a, &report.attack, &config.eval);
     let (json, md) = free_paths(&dir.0, &stem);
     write_json(&json, "evaluation", &report)?;
     classwise_trainer::io::write_atomic(&md, markdown(&report).as_bytes())?;
@@ -209,23 +244,209 @@ fn slug(text: &str) -> String {
 }
 
 /// The name of an evaluation's files, from everything that determines it: the checkpoint, the
-/// attack with its settings, ε and the robust counting, e.g.
+/// attack with its settings, ε, the robust counting and the test subset when --test-per-class
+/// chose it, e.g.
 /// `eval-last-pgd-20_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial`.
 fn eval_file_stem(
-    checkpoint: &str,
+    a: &EvalArgs,
     attack: &str,
     eval: &classwise_trainer::run::config::EvalConfig,
 ) -> String {
-    let checkpoint = match checkpoint {
-        "best" | "last" | "ema" => checkpoint.to_string(),
+    let checkpoint = match a.checkpoint.as_str() {
+        "best" | "last" | "ema" => a.checkpoint.clone(),
         path => format!("file-{}", slug(path)),
     };
+    let subset = a
+        .test_per_class
+        .map(|n| format!("-{n}_per_class"))
+        .unwrap_or_default();
     format!(
-        "eval-{checkpoint}-{}-eps_{}-{}",
+        "eval-{checkpoint}-{}-eps_{}-{}{subset}",
         slug(attack),
         slug(&eval.eps.text),
         eval.robust_counting.name()
     )
+}
+
+/// The test images evaluated: the first --test-per-class of each class in file order, or the
+/// run's test subset.
+fn test_subset(
+    a: &EvalArgs,
+    config: &RunConfig,
+    test_full: &data::Dataset,
+) -> anyhow::Result<(data::Dataset, Vec<i64>)> {
+    let n = match a.test_per_class {
+        Some(n) => Some(usize::try_from(n)?),
+        None => config.data.test_per_class,
+    };
+    let indices = run::head_per_class_indices(test_full, n);
+    Ok((test_full.subset(&indices)?, indices))
+}
+
+/// `classwise eval --attack autoattack`: the cascade on the test subset, resumable from
+/// `<run>/<report stem>.partial/`.
+fn autoattack(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<ExitCode> {
+    let mut eval = config.eval.clone();
+    if let Some(e) = &a.eps {
+        eval.eps = run::Eps::parse(e)?;
+    }
+    anyhow::ensure!(
+        a.robust_counting != Some(RobustCounting::AdversarialOnly),
+        "--robust-counting adversarial-only: AutoAttack counts a point misclassified clean as \
+         not robust and never attacks it (use clean-and-adversarial)"
+    );
+    eval.robust_counting = RobustCounting::CleanAndAdversarial;
+    let spec = AutoAttackSpec {
+        version: a.version,
+        attacks: a.attacks.clone(),
+    };
+    spec.validate().context("--attacks")?;
+    let device = config.device.device()?;
+    let model = dir.load_model(&a.checkpoint, device)?;
+    let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
+    let (test, indices) = test_subset(a, config, &test_full)?;
+    let stem = eval_file_stem(a, &spec.describe(), &eval);
+    let partial = dir.0.join(format!("{stem}.partial"));
+    let cascade = Cascade {
+        label: spec.label().to_string(),
+        steps: spec.steps(),
+        eps: eval.eps.value,
+        batch_size: usize::try_from(a.batch_size)?,
+        seed: run::report_seed(config) as u64,
+        randomized: spec.randomized(),
+        state_dir: Some(&partial),
+        model_id: model.fingerprint()?,
+        notes: spec.class_warnings(test.num_classes()),
+        verbose: true,
+    };
+    eprintln!(
+        "{} at eps = {} on {} test images ({}); state in {}",
+        spec.describe(),
+        eval.eps.text,
+        test.len(),
+        test.origin().description,
+        partial.display()
+    );
+    let out = cascade.run(&model, &test, device)?;
+    let (json, md) = free_paths(&dir.0, &stem);
+    write_json(&json, "autoattack report", &out.report)?;
+    let text = classwise_trainer::eval::autoattack::markdown(&out.report);
+    classwise_trainer::io::write_atomic(&md, text.as_bytes())?;
+    if a.save_adv {
+        let path = json.with_file_name(format!(
+            "{}-adv.safetensors",
+            json.file_stem().unwrap_or_default().to_string_lossy()
+        ));
+        save_adversarial(&path, &test, &indices, &out, &eval.eps, &spec, &model)?;
+        eprintln!("wrote {}", path.display());
+    }
+    std::fs::remove_dir_all(&partial)
+        .with_context(|| format!("removing the finished state {}", partial.display()))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out.report)?);
+    } else {
+        println!("{text}");
+    }
+    eprintln!("wrote {} and {}", json.display(), md.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `classwise eval --protocol`: the configuration's `[[eval.protocol]]` into one report;
+/// AutoAttack entries resume from `<run>/<report stem>.partial/entry-<i>/`.
+fn protocol(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<ExitCode> {
+    use classwise_trainer::eval::protocol::{self, ProtocolOptions};
+    anyhow::ensure!(
+        !config.eval.protocol.is_empty(),
+        "{}: no [[eval.protocol]] entries (list the paper's final evaluation there, e.g. \
+         attack = \"autoattack\"; see the presets in configs/)",
+        dir.config().display()
+    );
+    anyhow::ensure!(
+        a.robust_counting != Some(RobustCounting::AdversarialOnly),
+        "--robust-counting adversarial-only: the protocol counts robust points as AutoAttack does"
+    );
+    let mut eps = config.eval.eps.clone();
+    if let Some(e) = &a.eps {
+        eps = run::Eps::parse(e)?;
+    }
+    let device = config.device.device()?;
+    let model = dir.load_model(&a.checkpoint, device)?;
+    let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
+    let (test, _) = test_subset(a, config, &test_full)?;
+    let checkpoint = match a.checkpoint.as_str() {
+        "best" | "last" | "ema" => a.checkpoint.clone(),
+        path => format!("file-{}", slug(path)),
+    };
+    let subset = a
+        .test_per_class
+        .map(|n| format!("-{n}_per_class"))
+        .unwrap_or_default();
+    let stem = format!("eval-{checkpoint}-protocol-eps_{}{subset}", slug(&eps.text));
+    let partial = dir.0.join(format!("{stem}.partial"));
+    let opts = ProtocolOptions {
+        default_eps: &eps,
+        batch_size: config.batch_size,
+        autoattack_batch_size: usize::try_from(a.batch_size)?,
+        seed: run::report_seed(config) as u64,
+        state_dir: Some(&partial),
+        model_id: model.fingerprint()?,
+        verbose: true,
+    };
+    let report = protocol::run(&model, &test, &config.eval.protocol, &opts, device)?;
+    let (json, md) = free_paths(&dir.0, &stem);
+    write_json(&json, "protocol report", &report)?;
+    let text = protocol::markdown(&report);
+    classwise_trainer::io::write_atomic(&md, text.as_bytes())?;
+    if partial.exists() {
+        std::fs::remove_dir_all(&partial)
+            .with_context(|| format!("removing the finished state {}", partial.display()))?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{text}");
+    }
+    eprintln!("wrote {} and {}", json.display(), md.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The evaluated images with their adversarial examples, for re-evaluation elsewhere
+/// (`tools/crosscheck`): `x`, `x_adv` (f32), `y`, `index` (position in the test file), `logits`
+/// (clean), `robust` (u8), and metadata `eps`, `eps_value`, `version`, `attacks`, `model_spec`.
+fn save_adversarial(
+    path: &std::path::Path,
+    test: &data::Dataset,
+    indices: &[i64],
+    out: &classwise_trainer::eval::autoattack::CascadeOutcome,
+    eps: &run::Eps,
+    spec: &AutoAttackSpec,
+    model: &classwise_trainer::model::Model,
+) -> anyhow::Result<()> {
+    let all: Vec<i64> = (0..test.len() as i64).collect();
+    let (x, y) = test.batch(&all, tch::Device::Cpu)?;
+    let robust: Vec<u8> = out.robust.iter().map(|&r| u8::from(r)).collect();
+    let index = tch::Tensor::from_slice(indices);
+    let tensors = vec![
+        ("x".to_string(), x),
+        ("x_adv".to_string(), out.x_adv.shallow_clone()),
+        ("y".to_string(), y),
+        ("index".to_string(), index),
+        ("logits".to_string(), out.clean_logits.shallow_clone()),
+        ("robust".to_string(), tch::Tensor::from_slice(&robust)),
+    ];
+    let names: Vec<&str> = spec.attacks().iter().map(|a| a.name()).collect();
+    let metadata = std::collections::BTreeMap::from([
+        ("eps".to_string(), eps.text.clone()),
+        ("eps_value".to_string(), format!("{:?}", eps.value)),
+        ("version".to_string(), spec.label().to_string()),
+        ("attacks".to_string(), names.join(",")),
+        (
+            "model_spec".to_string(),
+            serde_json::to_string(model.spec())?,
+        ),
+    ]);
+    classwise_trainer::model::safetensors::write(path, &tensors, &metadata)?;
+    Ok(())
 }
 
 /// `dir/stem.json` and `dir/stem.md`, or with `-2`, `-3`, ... after the stem when an earlier

@@ -242,6 +242,148 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).contains("--resume"), "{}", text(&out));
+    autoattack_and_protocol(&a);
+}
+
+/// `classwise eval --attack autoattack` on the first 2 test images of each class: the class ×
+/// attack table, the saved adversarial examples, and `--protocol` into one report.
+fn autoattack_and_protocol(a: &Path) {
+    let run = a.to_str().unwrap();
+    let out = classwise(&[
+        "eval",
+        "--run",
+        run,
+        "--attack",
+        "autoattack",
+        "--attacks",
+        "apgd-ce,fab-t",
+        "--test-per-class",
+        "2",
+        "--batch-size",
+        "8",
+        "--save-adv",
+        "--json",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["version"], "custom");
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0]["attack"], "apgd-ce");
+    assert_eq!(
+        steps[1]["settings"],
+        "fab-t 100 iterations 1 restart 9 targets"
+    );
+    let e = &r["evaluation"];
+    assert_eq!(e["n_samples"], 20);
+    // The cascade only removes robust points: clean ≥ after APGD-CE ≥ after FAB-T = final.
+    let clean = e["clean"]["overall"].as_f64().unwrap();
+    let (r1, r2) = (
+        steps[0]["robust"].as_f64().unwrap(),
+        steps[1]["robust"].as_f64().unwrap(),
+    );
+    assert!(clean >= r1 && r1 >= r2, "{clean} {r1} {r2}");
+    assert_eq!(e["robust"]["overall"].as_f64().unwrap(), r2);
+    assert_eq!(
+        steps[0]["attacked"].as_u64().unwrap(),
+        (clean * 20.0).round() as u64
+    );
+    let stem =
+        "eval-last-autoattack_custom_apgd-ce_fab-t-eps_0.1-clean-and-adversarial-2_per_class";
+    assert!(a.join(format!("{stem}.json")).is_file());
+    assert!(a.join(format!("{stem}.md")).is_file());
+    assert!(
+        !a.join(format!("{stem}.partial")).exists(),
+        "the finished state is removed"
+    );
+    let adv = classwise_trainer::model::safetensors::read(
+        &a.join(format!("{stem}-adv.safetensors")),
+        tch::Device::Cpu,
+    )
+    .unwrap();
+    let get = |n: &str| {
+        adv.tensors
+            .iter()
+            .find(|(k, _)| k == n)
+            .unwrap_or_else(|| panic!("no {n}"))
+            .1
+            .shallow_clone()
+    };
+    let (x, x_adv, y, index) = (get("x"), get("x_adv"), get("y"), get("index"));
+    assert_eq!(x.size(), [20, 1, 28, 28]);
+    let delta = (&x_adv - &x).abs().max().double_value(&[]);
+    assert!(delta <= 0.1 + 1e-6, "{delta}");
+    // The first two test images of each class, in file order.
+    let idx: Vec<i64> = Vec::try_from(&index).unwrap();
+    let labels: Vec<i64> = Vec::try_from(&y).unwrap();
+    for c in 0..10 {
+        let of_c: Vec<i64> = (0..20)
+            .filter(|&i| labels[i] == c)
+            .map(|i| idx[i])
+            .collect();
+        assert_eq!(of_c.len(), 2);
+        assert!(of_c[0] < of_c[1]);
+    }
+    let robust: Vec<u8> = Vec::try_from(&get("robust")).unwrap();
+    let n_robust = robust.iter().filter(|&&r| r == 1).count();
+    assert_eq!(n_robust as f64 / 20.0, r2);
+    assert_eq!(
+        adv.metadata.get("attacks").map(String::as_str),
+        Some("apgd-ce,fab-t")
+    );
+
+    let out = classwise(&[
+        "eval",
+        "--run",
+        run,
+        "--protocol",
+        "--test-per-class",
+        "2",
+        "--json",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entries = p["entries"].as_array().unwrap();
+    let labels: Vec<&str> = entries
+        .iter()
+        .map(|e| e["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "natural",
+            "pgd-20 ce step 0.025 uniform start",
+            "autoattack custom (apgd-ce, apgd-t)"
+        ]
+    );
+    let natural = &entries[0]["evaluation"];
+    assert_eq!(
+        natural["robust"]["per_class"],
+        natural["clean"]["per_class"]
+    );
+    assert_eq!(natural["clean"]["overall"].as_f64().unwrap(), clean);
+    for e in &entries[1..] {
+        assert_eq!(e["evaluation"]["clean"], natural["clean"]);
+        assert!(e["evaluation"]["robust"]["overall"].as_f64().unwrap() <= clean);
+    }
+    assert!(entries[2]["autoattack"]["steps"].as_array().unwrap().len() == 2);
+    assert!(
+        a.join("eval-last-protocol-eps_0.1-2_per_class.md")
+            .is_file()
+    );
+    // --protocol runs the configuration's list: an --attack with it is refused.
+    let out = classwise(&["eval", "--run", run, "--protocol", "--attack", "pgd"])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success() && text(&out).contains("--attack"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A tiny CIFAR-10 in the official binary format (`cifar-10-batches-bin/`: five training files

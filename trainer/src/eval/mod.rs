@@ -19,6 +19,7 @@ use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
 pub mod autoattack;
+pub mod protocol;
 
 use crate::attack::{Attack, AttackInput, Budget};
 use crate::error::{Result, TrainerError, invalid};

@@ -118,6 +118,10 @@ pub struct DataConfig {
     /// Evaluate on only the first N test images per class.
     #[serde(default)]
     pub test_per_class: Option<usize>,
+    /// The paper's final evaluation, run by `classwise eval --protocol`
+    /// ([`crate::eval::protocol`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocol: Vec<crate::eval::protocol::ProtocolEntry>,
 }
 
 /// What is trained.
@@ -171,6 +175,10 @@ pub struct EvalConfig {
     pub val_per_class: Option<usize>,
     #[serde(default)]
     pub test_per_class: Option<usize>,
+    /// The paper's final evaluation, run by `classwise eval --protocol`
+    /// ([`crate::eval::protocol`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocol: Vec<crate::eval::protocol::ProtocolEntry>,
 }
 
 fn one() -> usize {
@@ -333,6 +341,7 @@ impl RunConfig {
             .attack
             .validate()
             .map_err(|e| e.in_section("eval"))?;
+        crate::eval::protocol::validate(&self.eval.protocol)?;
         self.rule.build(self.rule_context(classes))?;
         let needs = self.needs();
         if (needs.val_accuracy || needs.val_errors || needs.val_costs)

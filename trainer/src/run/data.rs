@@ -84,8 +84,13 @@ pub(crate) fn load_data(
 
 /// The first `n` per class of a whole data set (all of it when `n` is `None`).
 pub fn head_per_class(d: &Dataset, n: Option<usize>) -> Result<Dataset> {
+    d.subset(&head_per_class_indices(d, n))
+}
+
+/// The indices (in file order) of [`head_per_class`]'s images.
+pub fn head_per_class_indices(d: &Dataset, n: Option<usize>) -> Vec<i64> {
     let all: Vec<i64> = (0..d.len() as i64).collect();
-    d.subset(&first_per_class(d.label_slice(), &all, n, d.num_classes()))
+    first_per_class(d.label_slice(), &all, n, d.num_classes())
 }
 
 /// Batches of `data` in index order.
