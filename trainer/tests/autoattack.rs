@@ -282,10 +282,10 @@ fn projection_linf_is_the_smallest_step_onto_the_hyperplane_inside_the_box() {
     let step = projection_linf(&t, &w, &b);
     let (tv, wv, bv, sv) = (vec_f64(&t), vec_f64(&w), vec_f64(&b), vec_f64(&step));
     let (mut reachable, mut unreachable) = (0, 0);
-    for i in 0..m as usize {
+    for (i, &bi) in bv.iter().enumerate() {
         let r = i * d as usize..(i + 1) * d as usize;
         let (ti, wi, si) = (&tv[r.clone()], &wv[r.clone()], &sv[r]);
-        let c = bv[i] - ti.iter().zip(wi).map(|(a, b)| a * b).sum::<f64>();
+        let c = bi - ti.iter().zip(wi).map(|(a, b)| a * b).sum::<f64>();
         let room: Vec<f64> = ti
             .iter()
             .zip(wi)
@@ -459,19 +459,23 @@ fn dataset(model: &dyn ModuleT, n: i64, seed: i64) -> Dataset {
     Dataset::new(images, labels, names, Origin::new("random images", None)).unwrap()
 }
 
+/// The rows an attack was asked to attack, with whether its output for the row was
+/// misclassified.
+type Record = Arc<Mutex<Vec<(i64, bool)>>>;
+
 /// Records the rows it is asked to attack, as indices into `reference`, with whether its
 /// output for the row is misclassified.
 struct Recording {
     inner: Box<dyn Attack>,
     reference: Tensor,
-    seen: Arc<Mutex<Vec<(i64, bool)>>>,
+    seen: Record,
     /// Fail on this call (0-based), as a kill would stop the evaluation.
     fail_on_call: Option<usize>,
     calls: Mutex<usize>,
 }
 
 impl Recording {
-    fn new(inner: Box<dyn Attack>, reference: &Tensor) -> (Self, Arc<Mutex<Vec<(i64, bool)>>>) {
+    fn new(inner: Box<dyn Attack>, reference: &Tensor) -> (Self, Record) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         (
             Recording {

@@ -153,7 +153,7 @@ impl Square {
             let vw = rand_below(w - s, device)?;
             let signs = rand_sign(&[1, c, 1, 1], device);
             let window = Tensor::zeros([1, c, h, w], (Kind::Float, device));
-            let _ = window
+            window
                 .narrow(2, vh, s)
                 .narrow(3, vw, s)
                 .copy_(&signs.expand([1, c, s, s], false));

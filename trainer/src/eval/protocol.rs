@@ -357,7 +357,8 @@ pub fn markdown(r: &ProtocolReport) -> String {
         }
         out.push('\n');
     }
-    let rows: [(&str, &dyn Fn(&Evaluation) -> String); 3] = [
+    type Cell<'a> = &'a dyn Fn(&Evaluation) -> String;
+    let rows: [(&str, Cell); 3] = [
         ("**all**", &|e| {
             pct(e.robust.overall.unwrap_or(e.robust.class_mean))
         }),
