@@ -252,6 +252,18 @@ fn eval_file_stem(
     attack: &str,
     eval: &classwise_trainer::run::config::EvalConfig,
 ) -> String {
+    let (checkpoint, subset) = stem_parts(a);
+    format!(
+        "eval-{checkpoint}-{}-eps_{}-{}{subset}",
+        slug(attack),
+        slug(&eval.eps.text),
+        eval.robust_counting.name()
+    )
+}
+
+/// The checkpoint and test-subset parts of an evaluation's file name: `last` (or `file-<path>`)
+/// and `-<N>_per_class` when --test-per-class chose the images.
+fn stem_parts(a: &EvalArgs) -> (String, String) {
     let checkpoint = match a.checkpoint.as_str() {
         "best" | "last" | "ema" => a.checkpoint.clone(),
         path => format!("file-{}", slug(path)),
@@ -260,12 +272,7 @@ fn eval_file_stem(
         .test_per_class
         .map(|n| format!("-{n}_per_class"))
         .unwrap_or_default();
-    format!(
-        "eval-{checkpoint}-{}-eps_{}-{}{subset}",
-        slug(attack),
-        slug(&eval.eps.text),
-        eval.robust_counting.name()
-    )
+    (checkpoint, subset)
 }
 
 /// The test images evaluated: the first --test-per-class of each class in file order, or the
@@ -373,14 +380,7 @@ fn protocol(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<Ex
     let model = dir.load_model(&a.checkpoint, device)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
     let (test, _) = test_subset(a, config, &test_full)?;
-    let checkpoint = match a.checkpoint.as_str() {
-        "best" | "last" | "ema" => a.checkpoint.clone(),
-        path => format!("file-{}", slug(path)),
-    };
-    let subset = a
-        .test_per_class
-        .map(|n| format!("-{n}_per_class"))
-        .unwrap_or_default();
+    let (checkpoint, subset) = stem_parts(a);
     let stem = format!("eval-{checkpoint}-protocol-eps_{}{subset}", slug(&eps.text));
     let partial = dir.0.join(format!("{stem}.partial"));
     let opts = ProtocolOptions {

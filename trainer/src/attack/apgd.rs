@@ -133,17 +133,11 @@ impl Apgd {
 
     /// Checks the settings.
     pub fn validate(&self) -> Result<()> {
-        if self.iterations == 0 {
-            return Err(invalid("apgd.iterations", 0, ">= 1"));
-        }
-        if self.restarts == 0 {
-            return Err(invalid("apgd.restarts", 0, ">= 1"));
-        }
-        if self.eot_iter == 0 {
-            return Err(invalid("apgd.eot_iter", 0, ">= 1"));
-        }
-        if self.loss == ApgdLoss::DlrTargeted && self.targets == 0 {
-            return Err(invalid("apgd.targets", 0, ">= 1"));
+        super::at_least_one("apgd.iterations", self.iterations)?;
+        super::at_least_one("apgd.restarts", self.restarts)?;
+        super::at_least_one("apgd.eot_iter", self.eot_iter)?;
+        if self.loss == ApgdLoss::DlrTargeted {
+            super::at_least_one("apgd.targets", self.targets)?;
         }
         if !(self.rho > 0.0 && self.rho <= 1.0) {
             return Err(invalid("apgd.rho", self.rho, "in (0, 1]"));

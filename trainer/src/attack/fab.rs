@@ -73,14 +73,10 @@ impl Fab {
 
     /// Checks the settings.
     pub fn validate(&self) -> Result<()> {
-        if self.iterations == 0 {
-            return Err(invalid("fab.iterations", 0, ">= 1"));
-        }
-        if self.restarts == 0 {
-            return Err(invalid("fab.restarts", 0, ">= 1"));
-        }
-        if self.targeted && self.targets == 0 {
-            return Err(invalid("fab.targets", 0, ">= 1"));
+        super::at_least_one("fab.iterations", self.iterations)?;
+        super::at_least_one("fab.restarts", self.restarts)?;
+        if self.targeted {
+            super::at_least_one("fab.targets", self.targets)?;
         }
         for (name, v, lo, hi) in [
             ("fab.alpha_max", self.alpha_max, 0.0, 1.0),

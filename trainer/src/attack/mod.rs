@@ -204,6 +204,15 @@ pub(crate) fn check_labels(labels: &Tensor, n_classes: i64) -> Result<()> {
     Ok(())
 }
 
+/// Checks that a count setting (iterations, restarts, …) is at least 1.
+pub(crate) fn at_least_one(field: &str, value: usize) -> Result<()> {
+    if value == 0 {
+        Err(invalid(field, 0, ">= 1"))
+    } else {
+        Ok(())
+    }
+}
+
 fn check_eps(name: &str, eps: f64) -> Result<()> {
     if eps.is_finite() && eps >= 0.0 {
         Ok(())

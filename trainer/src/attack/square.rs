@@ -43,12 +43,8 @@ impl Square {
 
     /// Checks the settings.
     pub fn validate(&self) -> Result<()> {
-        if self.queries == 0 {
-            return Err(invalid("square.queries", 0, ">= 1"));
-        }
-        if self.restarts == 0 {
-            return Err(invalid("square.restarts", 0, ">= 1"));
-        }
+        super::at_least_one("square.queries", self.queries)?;
+        super::at_least_one("square.restarts", self.restarts)?;
         if !(self.p_init > 0.0 && self.p_init <= 1.0) {
             return Err(invalid("square.p_init", self.p_init, "in (0, 1]"));
         }
