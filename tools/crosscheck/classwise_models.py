@@ -274,6 +274,15 @@ class Normalized(nn.Module):
         return self.net(x)
 
 
+SPEC_DEFAULTS = {"preact_resnet18": {"final_bn_relu": True}, "small_cnn": {"zero_last_layer": True}}
+
+
+def canonical_spec(spec):
+    """The spec with serde's defaults filled in (spec.rs), for comparing two specs."""
+    arch = dict(SPEC_DEFAULTS.get(spec["architecture"]["kind"], {}), **spec["architecture"])
+    return dict(spec, architecture=arch, normalization=spec.get("normalization"))
+
+
 def build_network(spec):
     """The bare network (no normalisation) of a classwise ModelSpec given as a dict."""
     arch = spec["architecture"]
