@@ -168,7 +168,8 @@ def component_label(atk):
 
 def component_params(atk):
     names = ("norm", "eps", "steps", "n_restarts", "n_target_classes", "n_queries", "loss",
-             "eot_iter", "rho", "alpha_max", "eta", "beta", "multi_targeted", "p_init", "seed")
+             "eot_iter", "rho", "alpha_max", "eta", "beta", "multi_targeted", "p_init",
+             "rescale_schedule", "seed")
     out = {}
     for n in names:
         if hasattr(atk, n):
@@ -223,6 +224,19 @@ def progress(text):
     print(f"  [{text}]", file=sys.stderr, flush=True)
 
 
+def set_original_params(attacks, k):
+    """The values of the original AutoAttack's standard version where torchattacks' differ:
+    100 iterations (APGD-CE, APGD-T, FAB-T), at most 9 target classes, Square's schedule not
+    rescaled to the query budget."""
+    for atk in attacks:
+        if hasattr(atk, "steps"):
+            atk.steps = 100
+        if hasattr(atk, "n_target_classes"):
+            atk.n_target_classes = min(9, k - 1)
+        if hasattr(atk, "rescale_schedule"):
+            atk.rescale_schedule = False
+
+
 def run_torchattacks(args, model, x, y, k, eps, clean_ok):
     import torchattacks
 
@@ -232,12 +246,10 @@ def run_torchattacks(args, model, x, y, k, eps, clean_ok):
     if type(multi).__name__ != "MultiAttack":
         raise BadInput(f"torchattacks {torchattacks.__version__}: unexpected AutoAttack layout")
     attacks = multi.attacks
-    if args.steps is not None:
-        for atk in attacks:
-            if hasattr(atk, "steps"):
-                atk.steps = args.steps
+    if args.original_params:
+        set_original_params(attacks, k)
     result = {"version": torchattacks.__version__, "autoattack_version": args.version,
-              "mode": args.mode, "steps_override": args.steps,
+              "mode": args.mode, "original_params": args.original_params,
               "components": [{"attack": component_label(a), "params": component_params(a)}
                              for a in attacks]}
     n = len(y)
@@ -305,10 +317,11 @@ def main():
     p.add_argument("--mode", choices=["cascade", "multiattack", "both"], default="cascade",
                    help="run AutoAttack's components as a timed cascade (default), its "
                         "MultiAttack object as it is, or both and compare them")
-    p.add_argument("--steps", type=int,
-                   help="override the iterations of the components that have `steps` "
-                        "(APGD, APGD-T, FAB); torchattacks' default is 10, the original "
-                        "AutoAttack's 100. Off by default: torchattacks as it is")
+    p.add_argument("--original-params", action="store_true",
+                   help="set the component parameters in which torchattacks' standard version "
+                        "differs from the original AutoAttack to the original's (100 "
+                        "iterations, at most 9 target classes, Square's schedule not rescaled); "
+                        "off by default: torchattacks as it is")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -342,7 +355,9 @@ def main():
     theirs_flags, ta = None, None
     if not args.no_attack:
         print(f"running torchattacks AutoAttack ({args.version}, Linf, eps {eps:.9g}, "
-              f"{k} classes, seed {args.seed}) on {n} images, mode {args.mode} ...", flush=True)
+              f"{k} classes, seed {args.seed}"
+              f"{', original parameters' if args.original_params else ''}) on {n} images, "
+              f"mode {args.mode} ...", flush=True)
         theirs_flags, ta, check_d = run_torchattacks(args, model, x, y, k, eps, clean_ok)
         if check_d:
             checks.append(check_d)
