@@ -39,7 +39,10 @@ else
         echo "setup.sh: creating $venv" >&2
         rm -rf "$venv"
         mkdir -p "$cache_dir"
-        "$python" -m venv "$venv"
+        "$python" -m venv "$venv" || {
+            echo "setup.sh: $python -m venv failed (on Debian: apt-get install python3-venv)" >&2
+            exit 1
+        }
     fi
     rm -f "$stamp_file"
     pip_cache=(--no-cache-dir)
