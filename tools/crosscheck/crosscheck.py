@@ -334,6 +334,9 @@ def main():
         print(f"crosscheck: {e}", file=sys.stderr)
         return 2
     n = data["x"].shape[0] if args.limit is None else min(args.limit, data["x"].shape[0])
+    if n < 1:
+        print("crosscheck: no images to check (empty file or --limit below 1)", file=sys.stderr)
+        return 2
     x, x_adv, y = data["x"][:n], data["x_adv"][:n], data["y"][:n]
     logits, flags = data["logits"][:n], data["robust"][:n].bool()
     k = spec["num_classes"]

@@ -7,7 +7,7 @@ see the checks fail.
 
 It also checks the PyTorch port against numbers the Rust trainer wrote: the clean per-class
 accuracy on the selected images against `--metrics` (a run's metrics.jsonl, field
-test.clean of `--epoch`), and on the whole test set against `--report` (clean.per_class of a
+`--metrics-field`.clean of `--epoch`), and on the whole test set against `--report` (clean.per_class of a
 report JSON). Exits non-zero if either differs.
 """
 
@@ -97,6 +97,8 @@ def main():
     p.add_argument("--report", help="report JSON whose clean.per_class to match (whole test set)")
     p.add_argument("--metrics", help="metrics.jsonl whose test.clean of --epoch to match")
     p.add_argument("--epoch", type=int)
+    p.add_argument("--metrics-field", default="test",
+                   help="the metrics.jsonl field to match: test (raw model), ema_test, fawa_test")
     p.add_argument("--nested-metadata", action="store_true",
                    help="store the metadata as classwise's Rust writer does (one JSON map under "
                         "the key `classwise`)")
@@ -144,8 +146,8 @@ def main():
             rows = [json.loads(line) for line in f if line.strip()]
         row = next(r for r in rows if r["epoch"] == a.epoch)
         ok &= compare(f"clean per-class accuracy, first {a.per_class} per class vs {a.metrics} "
-                      f"epoch {a.epoch} test.clean",
-                      per_class_accuracy(correct, y, k), row["test"]["clean"])
+                      f"epoch {a.epoch} {a.metrics_field}.clean",
+                      per_class_accuracy(correct, y, k), row[a.metrics_field]["clean"])
 
     eps_text = a.eps
     eps = float(Fraction(eps_text))
