@@ -293,10 +293,8 @@ fn test_subset(
 /// `classwise eval --attack autoattack`: the cascade on the test subset, resumable from
 /// `<run>/<report stem>.partial/`.
 fn autoattack(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<ExitCode> {
+    // `eval` has applied --eps and --robust-counting to the config.
     let mut eval = config.eval.clone();
-    if let Some(e) = &a.eps {
-        eval.eps = run::Eps::parse(e)?;
-    }
     anyhow::ensure!(
         a.robust_counting != Some(RobustCounting::AdversarialOnly),
         "--robust-counting adversarial-only: AutoAttack counts a point misclassified clean as \
@@ -372,10 +370,7 @@ fn protocol(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<Ex
         a.robust_counting != Some(RobustCounting::AdversarialOnly),
         "--robust-counting adversarial-only: the protocol counts robust points as AutoAttack does"
     );
-    let mut eps = config.eval.eps.clone();
-    if let Some(e) = &a.eps {
-        eps = run::Eps::parse(e)?;
-    }
+    let eps = config.eval.eps.clone(); // with --eps applied by `eval`
     let device = config.device.device()?;
     let model = dir.load_model(&a.checkpoint, device)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
@@ -431,7 +426,10 @@ fn save_adversarial(
         ("x_adv".to_string(), out.x_adv.shallow_clone()),
         ("y".to_string(), y),
         ("index".to_string(), index),
-        ("logits".to_string(), out.clean_logits.shallow_clone()),
+        (
+            "logits".to_string(),
+            classwise_trainer::eval::autoattack::clean_logits(model, test, 500, model.device())?,
+        ),
         ("robust".to_string(), tch::Tensor::from_slice(&robust)),
     ];
     let names: Vec<&str> = spec.attacks().iter().map(|a| a.name()).collect();

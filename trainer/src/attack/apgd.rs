@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
-use super::{Attack, AttackInput, check_input, input_gradient};
+use super::{Attack, AttackInput, check_input, input_gradient, project};
 use crate::error::{Result, invalid};
 
 /// The loss APGD ascends.
@@ -399,8 +399,8 @@ impl SingleRun<'_> {
             let a = if i > 0 { 0.75 } else { 1.0 };
             let x_next = tch::no_grad(|| {
                 let momentum = &s.x_adv - &s.x_old;
-                let z1 = box_project(&(&s.x_adv + &s.step * s.grad.sign()), &s.x, &s.eps);
-                box_project(
+                let z1 = project(&(&s.x_adv + &s.step * s.grad.sign()), &s.x, &s.eps);
+                project(
                     &(&s.x_adv + (z1 - &s.x_adv) * a + momentum * (1.0 - a)),
                     &s.x,
                     &s.eps,
@@ -483,11 +483,6 @@ fn drop_fooled(s: &mut Active, fooled: &Tensor) {
     if keep.numel() < s.pos.numel() {
         s.retain(&keep);
     }
-}
-
-/// Π onto {‖x' − x‖∞ ≤ ε_i} ∩ [0, 1].
-fn box_project(x_adv: &Tensor, x: &Tensor, eps: &Tensor) -> Tensor {
-    super::project(x_adv, x, eps)
 }
 
 impl Attack for Apgd {

@@ -271,22 +271,18 @@ impl SingleRun<'_> {
             }
             let m = pos.numel() as i64;
             let (f, g) = self.linearise(&x1, &y, target.as_ref())?;
-            tch::no_grad(|| -> Result<()> {
+            tch::no_grad(|| {
                 let w = g.reshape([m, -1]);
                 let b = (&w * x1.reshape([m, -1])).sum_dim_intlist(1, false, Kind::Float) - &f;
-                let points = Tensor::cat(&[x1.reshape([m, -1]), x0.reshape([m, -1])], 0);
-                let d = projection_linf(
-                    &points,
-                    &Tensor::cat(&[&w, &w], 0),
-                    &Tensor::cat(&[&b, &b], 0),
-                );
-                let norms = d.abs().amax(1, false).clamp_min(1e-8);
-                let (a1, a2) = (norms.narrow(0, 0, m), norms.narrow(0, m, m));
+                let d1 = projection_linf(&x1.reshape([m, -1]), &w, &b);
+                let d2 = projection_linf(&x0.reshape([m, -1]), &w, &b);
+                let norm = |d: &Tensor| d.abs().amax(1, false).clamp_min(1e-8);
+                let (a1, a2) = (norm(&d1), norm(&d2));
                 let alpha = (&a1 / (&a1 + &a2))
                     .clamp(0.0, s.alpha_max)
                     .view(rows.as_slice());
-                let d1 = d.narrow(0, 0, m).view(x1.size().as_slice());
-                let d2 = d.narrow(0, m, m).view(x1.size().as_slice());
+                let d1 = d1.view(x1.size().as_slice());
+                let d2 = d2.view(x1.size().as_slice());
                 x1 = ((&x1 + d1 * s.eta) * (-&alpha + 1.0) + (&x0 + d2 * s.eta) * &alpha)
                     .clamp(0.0, 1.0);
                 let wrong = self
@@ -318,8 +314,7 @@ impl SingleRun<'_> {
                         target = target.as_ref().map(sel);
                     }
                 }
-                Ok(())
-            })?;
+            });
         }
         Ok((best, dist))
     }

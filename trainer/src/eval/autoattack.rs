@@ -23,6 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use classwise_theory::metrics::class_accuracy_from_flags;
 use serde::{Deserialize, Serialize};
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
@@ -343,8 +344,6 @@ pub struct CascadeOutcome {
     pub x_adv: Tensor,
     /// Per sample: robust after every attack.
     pub robust: Vec<bool>,
-    /// The model's clean logits [N, K] on the CPU.
-    pub clean_logits: Tensor,
 }
 
 /// What a state must match to be resumed.
@@ -414,6 +413,7 @@ impl Cascade<'_> {
             seed: self.seed,
         };
         let labels: Vec<i64> = data.label_slice().to_vec();
+        let labels_usize: Vec<usize> = labels.iter().map(|&l| l as usize).collect();
         // The images as the attacks see them (f32 in [0, 1], as `Dataset::batch` gives them).
         let mut x_adv = data.images().to_device(Device::Cpu).to_kind(Kind::Float) / 255.0;
         let (mut state, resumed) = match self.load_state(&key)? {
@@ -435,7 +435,6 @@ impl Cascade<'_> {
         };
         let t_session = Instant::now();
         let seconds_before = state.seconds;
-        let clean_logits = self.clean_logits(model, data, device)?;
 
         for (si, step) in self.steps.iter().enumerate() {
             if si < state.finished.len() {
@@ -519,14 +518,15 @@ impl Cascade<'_> {
                 state.seconds = seconds_before + t_session.elapsed().as_secs_f64();
                 self.save_state(&state)?;
             }
+            let robust = class_accuracy_from_flags(&state.robust, &labels_usize, k)?;
             state.finished.push(StepReport {
                 attack: step.name.clone(),
                 settings: step.attack.describe(),
                 attacked: current.queue.len(),
                 broken: current.broken,
                 seconds: current.seconds,
-                robust_per_class: per_class(&state.robust, &labels, k),
-                robust: fraction(&state.robust),
+                robust_per_class: robust.per_class().to_vec(),
+                robust: robust.overall().unwrap_or(robust.class_mean()),
             });
             state.current = None;
             state.seconds = seconds_before + t_session.elapsed().as_secs_f64();
@@ -540,7 +540,7 @@ impl Cascade<'_> {
             warnings.push(w);
         }
         let outcomes = Outcomes {
-            labels: labels.iter().map(|&l| l as usize).collect(),
+            labels: labels_usize,
             clean_ok: state
                 .clean_pred
                 .iter()
@@ -575,7 +575,6 @@ impl Cascade<'_> {
             },
             x_adv,
             robust: state.robust,
-            clean_logits,
         })
     }
 
@@ -671,21 +670,16 @@ impl Cascade<'_> {
         let t0 = Instant::now();
         let n = data.len();
         let mut warnings = Vec::new();
-        let mut clean_pred = Vec::with_capacity(n);
-        let idx: Vec<i64> = (0..n as i64).collect();
-        for (b, chunk) in idx.chunks(self.batch_size).enumerate() {
-            let (x, _) = data.batch(chunk, device)?;
-            if b == 0 {
-                warnings.extend(
-                    first_batch_checks(model, &x)
-                        .into_iter()
-                        .filter(|w| !(self.randomized && w.contains("randomised"))),
-                );
-                warnings.extend(probability_check(model, &x));
-            }
-            let pred = tch::no_grad(|| model.forward_t(&x, false).argmax(-1, false));
-            clean_pred.extend(Vec::<i64>::try_from(&pred.to_device(Device::Cpu))?);
-        }
+        let first: Vec<i64> = (0..n.min(self.batch_size) as i64).collect();
+        let (x, _) = data.batch(&first, device)?;
+        warnings.extend(
+            first_batch_checks(model, &x)
+                .into_iter()
+                .filter(|w| !(self.randomized && w.contains("randomised"))),
+        );
+        warnings.extend(probability_check(model, &x));
+        let logits = clean_logits(model, data, self.batch_size, device)?;
+        let clean_pred: Vec<i64> = Vec::try_from(&logits.argmax(-1, false))?;
         warnings.extend(self.notes.iter().cloned());
         let labels = data.label_slice();
         let robust: Vec<bool> = clean_pred.iter().zip(labels).map(|(p, l)| p == l).collect();
@@ -710,17 +704,6 @@ impl Cascade<'_> {
         }
         self.save_state(&state)?;
         Ok(state)
-    }
-
-    /// The model's clean logits on the CPU.
-    fn clean_logits(&self, model: &dyn ModuleT, data: &Dataset, device: Device) -> Result<Tensor> {
-        let idx: Vec<i64> = (0..data.len() as i64).collect();
-        let mut parts = Vec::new();
-        for chunk in idx.chunks(self.batch_size) {
-            let (x, _) = data.batch(chunk, device)?;
-            parts.push(tch::no_grad(|| model.forward_t(&x, false)).to_device(Device::Cpu));
-        }
-        Ok(Tensor::cat(&parts, 0))
     }
 
     /// Recomputes every prediction on the stored adversarial examples with another batch
@@ -767,6 +750,22 @@ impl Cascade<'_> {
             ))
         }
     }
+}
+
+/// The model's clean logits [N, K] on `data`, on the CPU, in batches (eval mode).
+pub fn clean_logits(
+    model: &dyn ModuleT,
+    data: &Dataset,
+    batch_size: usize,
+    device: Device,
+) -> Result<Tensor> {
+    let idx: Vec<i64> = (0..data.len() as i64).collect();
+    let mut parts = Vec::new();
+    for chunk in idx.chunks(batch_size.max(1)) {
+        let (x, _) = data.batch(chunk, device)?;
+        parts.push(tch::no_grad(|| model.forward_t(&x, false)).to_device(Device::Cpu));
+    }
+    Ok(Tensor::cat(&parts, 0))
 }
 
 /// The file of batch `b` of attack `s`.
@@ -843,26 +842,6 @@ fn square_check(state: &State) -> Option<String> {
 /// The fraction of `true`.
 fn fraction(flags: &[bool]) -> f64 {
     flags.iter().filter(|&&f| f).count() as f64 / flags.len().max(1) as f64
-}
-
-/// The fraction of `true` per class.
-fn per_class(flags: &[bool], labels: &[i64], k: usize) -> Vec<f64> {
-    let mut hit = vec![0usize; k];
-    let mut all = vec![0usize; k];
-    for (&f, &l) in flags.iter().zip(labels) {
-        all[l as usize] += 1;
-        hit[l as usize] += usize::from(f);
-    }
-    hit.iter()
-        .zip(&all)
-        .map(|(&h, &a)| {
-            if a == 0 {
-                f64::NAN
-            } else {
-                h as f64 / a as f64
-            }
-        })
-        .collect()
 }
 
 /// SHA-256 of the images and labels.

@@ -23,7 +23,9 @@ use serde::{Deserialize, Serialize};
 use tch::Device;
 use tch::nn::ModuleT;
 
-use super::autoattack::{AaAttack, AutoAttackReport, AutoAttackSpec, Cascade, Version};
+use super::autoattack::{
+    AaAttack, AutoAttackReport, AutoAttackSpec, Cascade, Version, clean_logits,
+};
 use super::{Evaluation, Outcomes, RobustCounting, evaluate, summarize};
 use crate::attack::{Attack, Pgd};
 use crate::data::Dataset;
@@ -244,10 +246,7 @@ pub fn run(
                 autoattack: None,
             },
             ProtocolStep::Attack(pgd) => {
-                let idx: Vec<i64> = (0..data.len() as i64).collect();
-                let chunks: Vec<Vec<i64>> =
-                    idx.chunks(opts.batch_size).map(<[i64]>::to_vec).collect();
-                let batches = chunks.iter().map(|c| data.batch(c, device));
+                let batches = crate::run::data::batches(data, opts.batch_size, device);
                 let evaluation =
                     crate::seed::seeded(crate::seed::mix(opts.seed, i as u64, 0), || {
                         evaluate(
@@ -308,13 +307,8 @@ fn natural(
     batch_size: usize,
     device: Device,
 ) -> Result<Evaluation> {
-    let idx: Vec<i64> = (0..data.len() as i64).collect();
-    let mut pred = Vec::with_capacity(data.len());
-    for chunk in idx.chunks(batch_size.max(1)) {
-        let (x, _) = data.batch(chunk, device)?;
-        let p = tch::no_grad(|| model.forward_t(&x, false).argmax(-1, false));
-        pred.extend(Vec::<i64>::try_from(&p.to_device(Device::Cpu))?);
-    }
+    let pred: Vec<i64> =
+        Vec::try_from(&clean_logits(model, data, batch_size, device)?.argmax(-1, false))?;
     let labels = data.label_slice();
     let ok: Vec<bool> = pred.iter().zip(labels).map(|(p, l)| p == l).collect();
     summarize(
