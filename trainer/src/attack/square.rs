@@ -119,30 +119,30 @@ impl Square {
         let stripes = rand_sign(&[m, c, 1, w], device);
         let mut x_best = (x + &eps_b * stripes).clamp(0.0, 1.0);
         let mut margin_min = margin_of(&x_best, y);
-        // Rows of the points still queried, into this run's batch.
+        if let Some(t) = trace.as_deref_mut() {
+            t.push(margin_min.copy());
+        }
+        // The points still queried, compacted: their rows in this run's batch and their
+        // images, labels, budgets, best points and margins, written back to `x_best` and
+        // `margin_min` when points leave and at the end (not at every query).
         let mut pos = Tensor::arange(m, (Kind::Int64, device));
-        let record = |trace: &mut Option<&mut Vec<Tensor>>, margin_min: &Tensor| {
-            if let Some(t) = trace.as_deref_mut() {
-                t.push(margin_min.copy());
-            }
-        };
-        record(&mut trace, &margin_min);
+        let (mut xc, mut yc, mut ec) =
+            (x.shallow_clone(), y.shallow_clone(), eps_b.shallow_clone());
+        // Separate storage: the write-backs go into `x_best` and `margin_min` in place.
+        let (mut best_c, mut margin_c) = (x_best.copy(), margin_min.copy());
         for i in 0..self.queries {
-            let active = margin_min
-                .index_select(0, &pos)
-                .gt(0.0)
-                .nonzero()
-                .squeeze_dim(1);
-            if active.numel() == 0 {
-                break;
+            let active = margin_c.gt(0.0);
+            if i64::try_from(active.all())? == 0 {
+                let _ = x_best.index_copy_(0, &pos, &best_c);
+                let _ = margin_min.index_copy_(0, &pos, &margin_c);
+                let keep = active.nonzero().squeeze_dim(1);
+                if keep.numel() == 0 {
+                    return Ok(x_best);
+                }
+                let sel = |t: &Tensor| t.index_select(0, &keep);
+                (pos, xc, yc, ec) = (sel(&pos), sel(&xc), sel(&yc), sel(&ec));
+                (best_c, margin_c) = (sel(&best_c), sel(&margin_c));
             }
-            if active.numel() < pos.numel() {
-                pos = pos.index_select(0, &active);
-            }
-            let xc = x.index_select(0, &pos);
-            let best_c = x_best.index_select(0, &pos);
-            let yc = y.index_select(0, &pos);
-            let ec = eps_b.index_select(0, &pos);
             let p = p_schedule(self.p_init, i);
             let s = side(p, h, w);
             let vh = rand_below(h - s, device)?;
@@ -155,16 +155,16 @@ impl Square {
                 .copy_(&signs.expand([1, c, s, s], false));
             let x_new = project(&(&best_c + window * (&ec * 2.0)), &xc, &ec);
             let margin_new = margin_of(&x_new, &yc);
-            let old = margin_min.index_select(0, &pos);
-            let accept = margin_new.lt_tensor(&old).logical_or(&margin_new.le(0.0));
-            let at_rows = accept.nonzero().squeeze_dim(1);
-            if at_rows.numel() > 0 {
-                let at = pos.index_select(0, &at_rows);
-                let _ = margin_min.index_copy_(0, &at, &margin_new.index_select(0, &at_rows));
-                let _ = x_best.index_copy_(0, &at, &x_new.index_select(0, &at_rows));
+            let accept = margin_new
+                .lt_tensor(&margin_c)
+                .logical_or(&margin_new.le(0.0));
+            best_c = x_new.where_self(&accept.view(rows.as_slice()), &best_c);
+            margin_c = margin_new.where_self(&accept, &margin_c);
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(margin_min.index_copy(0, &pos, &margin_c));
             }
-            record(&mut trace, &margin_min);
         }
+        let _ = x_best.index_copy_(0, &pos, &best_c);
         Ok(x_best)
     }
 }
