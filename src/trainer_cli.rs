@@ -139,6 +139,32 @@ pub struct BenchArgs {
     /// Only the SmallCNN (skip PreActResNet-18, which takes minutes on a CPU).
     #[arg(long)]
     small_only: bool,
+    /// Instead: time AutoAttack (standard) on this run's checkpoint, attack by attack.
+    #[arg(long, value_name = "RUN")]
+    autoattack: Option<PathBuf>,
+    /// With --autoattack: best, last, ema, or a .safetensors file.
+    #[arg(long, default_value = "last", requires = "autoattack")]
+    checkpoint: String,
+    /// With --autoattack: the first N test images of each class.
+    #[arg(long, default_value_t = 10, requires = "autoattack")]
+    test_per_class: usize,
+    /// With --autoattack: AutoAttack's batch size.
+    #[arg(long, default_value_t = 500, requires = "autoattack")]
+    aa_batch_size: usize,
+    /// With --autoattack: Square with the full forward pass at every query.
+    #[arg(long, requires = "autoattack")]
+    no_window: bool,
+    /// With --autoattack: the crosscheck venv's python (`bash tools/crosscheck/setup.sh`); also
+    /// times torchattacks' AutoAttack (original parameters) on the same images and prints the
+    /// ratio.
+    #[arg(long, requires = "autoattack")]
+    python: Option<PathBuf>,
+    /// With --autoattack: where the reports and images go [default: <RUN>/bench-autoattack].
+    #[arg(long, requires = "autoattack")]
+    out: Option<PathBuf>,
+    /// Directory holding the data sets [default: as `train`].
+    #[arg(long, env = "CLASSWISE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
 }
 
 pub fn train(a: &TrainArgs) -> anyhow::Result<ExitCode> {
@@ -408,7 +434,7 @@ fn protocol(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<Ex
 /// The evaluated images with their adversarial examples, for re-evaluation elsewhere
 /// (`tools/crosscheck`): `x`, `x_adv` (f32), `y`, `index` (position in the test file), `logits`
 /// (clean), `robust` (u8), and metadata `eps`, `eps_value`, `version`, `attacks`, `model_spec`.
-fn save_adversarial(
+pub(crate) fn save_adversarial(
     path: &std::path::Path,
     test: &data::Dataset,
     indices: &[i64],
@@ -467,6 +493,23 @@ fn free_paths(dir: &std::path::Path, stem: &str) -> (PathBuf, PathBuf) {
 }
 
 pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(run) = &a.autoattack {
+        anyhow::ensure!(
+            a.test_per_class >= 1 && a.aa_batch_size >= 1,
+            "--test-per-class and --aa-batch-size must be >= 1"
+        );
+        crate::aa_bench::run(&crate::aa_bench::AaBench {
+            run,
+            checkpoint: &a.checkpoint,
+            test_per_class: a.test_per_class,
+            batch_size: a.aa_batch_size,
+            no_window: a.no_window,
+            python: a.python.as_deref(),
+            data_dir: a.data_dir.as_deref(),
+            out: a.out.clone().unwrap_or_else(|| run.join("bench-autoattack")),
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
     anyhow::ensure!(
         a.batch >= 1 && a.steps >= 1,
         "--batch and --steps must be >= 1"

@@ -2,6 +2,7 @@
 //! respected, PGD reaches the closed-form worst case of a linear model, only the input receives
 //! gradients, and the early-stopped variants follow their rules.
 
+use classwise_trainer::model::Classifier;
 use classwise_trainer::attack::{
     Apgd, Attack, AttackInput, AttackLoss, Budget, EarlyStopVariant, EarlyStoppedPgd, Fab, Pgd,
     Square, Start, StepSize,
@@ -31,6 +32,8 @@ impl ModuleT for Linear {
         xs.flatten(1, -1).matmul(&self.w.tr()) + &self.b
     }
 }
+
+impl Classifier for Linear {}
 
 /// A small non-linear conv net (with BN, to exercise both modes).
 fn conv_net(vs: &nn::Path) -> nn::SequentialT {

@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use classwise_trainer::model::Classifier;
 use classwise_trainer::attack::apgd::checkpoints;
 use classwise_trainer::attack::fab::projection_linf;
 use classwise_trainer::attack::square::{margin, p_schedule, side};
@@ -43,6 +44,8 @@ impl ModuleT for Linear {
         self.logits(xs)
     }
 }
+
+impl Classifier for Linear {}
 
 fn vec_f64(t: &Tensor) -> Vec<f64> {
     Vec::try_from(&t.to_kind(Kind::Double).flatten(0, -1)).unwrap()
@@ -86,7 +89,7 @@ fn closed_form_slack(m: &Linear, x: &Tensor, y: &[i64], eps: f64) -> Vec<(f64, f
         .collect()
 }
 
-fn predictions(m: &dyn ModuleT, x: &Tensor) -> Vec<i64> {
+fn predictions(m: &dyn Classifier, x: &Tensor) -> Vec<i64> {
     vec_i64(&tch::no_grad(|| m.forward_t(x, false).argmax(-1, false)))
 }
 
@@ -388,6 +391,8 @@ impl ModuleT for SmallConv {
     }
 }
 
+impl Classifier for SmallConv {}
+
 #[test]
 fn square_margin_never_increases_and_its_outputs_are_valid() {
     let model = SmallConv::new(11);
@@ -445,7 +450,7 @@ impl SmallConv {
 
 /// A data set of `n` random 3×8×8 images labelled by `model` except for every 7th image
 /// (misclassified clean on purpose).
-fn dataset(model: &dyn ModuleT, n: i64, seed: i64) -> Dataset {
+fn dataset(model: &dyn Classifier, n: i64, seed: i64) -> Dataset {
     let images = seeded(seed, || {
         Tensor::randint(256, [n, 3, 8, 8], (Kind::Uint8, Device::Cpu))
     });
@@ -497,7 +502,7 @@ impl Attack for Recording {
 
     fn perturb(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         input: &AttackInput<'_>,
     ) -> classwise_trainer::Result<Tensor> {
         let mut calls = self.calls.lock().unwrap();

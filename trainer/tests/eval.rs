@@ -1,6 +1,7 @@
 //! Class-wise evaluation on a linear model whose clean and robust correctness are known by hand,
 //! and the AutoAttack-style sanity checks.
 
+use classwise_trainer::model::Classifier;
 use classwise_trainer::Result;
 use classwise_trainer::attack::Pgd;
 use classwise_trainer::attack::{Attack, AttackInput};
@@ -32,6 +33,8 @@ impl ModuleT for Threshold {
         }
     }
 }
+
+impl Classifier for Threshold {}
 
 fn names() -> Vec<String> {
     vec!["high".into(), "low".into()]
@@ -186,7 +189,7 @@ impl Attack for Shift {
     fn describe(&self) -> String {
         format!("shift {}", self.0)
     }
-    fn perturb(&self, _: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+    fn perturb(&self, _: &dyn Classifier, input: &AttackInput<'_>) -> Result<Tensor> {
         Ok(input.x + self.0)
     }
 }

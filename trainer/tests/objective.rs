@@ -8,6 +8,7 @@
 
 use std::sync::Mutex;
 
+use classwise_trainer::model::Classifier;
 use classwise_trainer::attack::{
     AttackInput, AttackLoss, Budget, EarlyStopVariant, EarlyStoppedPgd, Pgd, Start, StepSize,
 };
@@ -41,6 +42,8 @@ impl ModuleT for Fixed {
         (self.forward)(xs)
     }
 }
+
+impl Classifier for Fixed {}
 
 impl Fixed {
     fn new(forward: impl Fn(&Tensor) -> Tensor + Send + 'static) -> Self {

@@ -19,10 +19,10 @@
 //! result equals the reference's, with less work.
 
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::{Attack, AttackInput, check_input, input_gradient, project};
+use crate::model::Classifier;
 use crate::error::{Result, invalid};
 
 /// The loss APGD ascends.
@@ -155,7 +155,7 @@ impl Apgd {
 
     /// x' and the number of points whose gradient at the start was exactly zero for a DLR
     /// loss (AutoAttack's `check_zero_gradients` warning).
-    pub fn run(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<ApgdOutcome> {
+    pub fn run(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<ApgdOutcome> {
         self.validate()?;
         check_input(input)?;
         let (x, y, train) = (input.x, input.y, input.train);
@@ -253,7 +253,7 @@ pub fn checkpoints(n: usize) -> Vec<(usize, usize)> {
 
 /// One APGD run on points all robust at the start.
 struct SingleRun<'a> {
-    model: &'a dyn ModuleT,
+    model: &'a dyn Classifier,
     train: bool,
     settings: &'a Apgd,
     x: &'a Tensor,
@@ -504,13 +504,13 @@ impl Attack for Apgd {
         s
     }
 
-    fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+    fn perturb(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<Tensor> {
         Ok(self.run(model, input)?.x_adv)
     }
 
     fn perturb_checked(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         input: &AttackInput<'_>,
     ) -> Result<(Tensor, Vec<String>)> {
         let out = self.run(model, input)?;

@@ -19,12 +19,12 @@
 //! `steps` (BAT Algorithm 1, lines 3-14).
 
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::loss::AttackLoss;
 use super::pgd::{Ascent, Start, StepSize, validate_common};
 use super::{Attack, AttackInput, project, row_shape};
+use crate::model::Classifier;
 use crate::error::{Result, invalid};
 
 /// Which early-stopping rule (see the module docs).
@@ -125,7 +125,7 @@ impl EarlyStoppedPgd {
     }
 
     /// Runs the attack.
-    pub fn run(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<EarlyStopped> {
+    pub fn run(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<EarlyStopped> {
         self.validate()?;
         let ascent = Ascent::new(model, input, self.step, self.loss)?;
         let x = input.x;
@@ -188,7 +188,7 @@ impl Attack for EarlyStoppedPgd {
         )
     }
 
-    fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+    fn perturb(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<Tensor> {
         Ok(self.run(model, input)?.x_adv)
     }
 }

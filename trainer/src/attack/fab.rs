@@ -21,10 +21,10 @@
 //! not the closest one FAB would find.
 
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::{Attack, AttackInput, check_input, input_gradient, row_shape};
+use crate::model::Classifier;
 use crate::error::{Result, invalid};
 
 /// FAB's settings; [`Fab::targeted`] gives AutoAttack's FAB-T.
@@ -98,7 +98,7 @@ impl Fab {
 
     /// x' (x itself where no adversarial example within ε_i was found) and, per point, ‖δ‖∞ of
     /// the closest adversarial example found (+∞ where none was; 0 where x is misclassified).
-    pub fn run(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<FabOutcome> {
+    pub fn run(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<FabOutcome> {
         self.validate()?;
         check_input(input)?;
         let (x, y, train) = (input.x, input.y, input.train);
@@ -180,7 +180,7 @@ pub struct FabOutcome {
 }
 
 struct SingleRun<'a> {
-    model: &'a dyn ModuleT,
+    model: &'a dyn Classifier,
     train: bool,
     settings: &'a Fab,
     x: &'a Tensor,
@@ -376,7 +376,7 @@ impl Attack for Fab {
         s
     }
 
-    fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+    fn perturb(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<Tensor> {
         Ok(self.run(model, input)?.x_adv)
     }
 }

@@ -43,9 +43,9 @@ pub use loss::AttackLoss;
 pub use pgd::{Pgd, Start, StepSize};
 pub use square::Square;
 
-use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
+use crate::model::Classifier;
 use crate::error::{Result, invalid};
 
 /// Per-sample ℓ∞ budgets ε_i ≥ 0, one per row of the batch (a 1-D f32 tensor on the batch's
@@ -131,13 +131,13 @@ pub trait Attack {
     fn describe(&self) -> String;
 
     /// The adversarial inputs x' (detached, same shape as x).
-    fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor>;
+    fn perturb(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<Tensor>;
 
     /// x' and the warnings about the evaluation's reliability the attack noticed on the way
     /// (APGD's zero gradients, as AutoAttack's `check_zero_gradients`); none by default.
     fn perturb_checked(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         input: &AttackInput<'_>,
     ) -> Result<(Tensor, Vec<String>)> {
         Ok((self.perturb(model, input)?, Vec::new()))

@@ -6,11 +6,11 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::loss::AttackLoss;
 use super::{Attack, AttackInput, check_input, input_gradient, project};
+use crate::model::Classifier;
 use crate::error::{Result, invalid};
 
 /// The random start of PGD.
@@ -144,7 +144,7 @@ pub(crate) fn validate_common(step: StepSize, start: Start, loss: AttackLoss) ->
 /// The state every PGD-style attack shares: clean input, broadcast budgets and step sizes, the
 /// clean probabilities when the loss needs them.
 pub(crate) struct Ascent<'a> {
-    pub model: &'a dyn ModuleT,
+    pub model: &'a dyn Classifier,
     pub input: &'a AttackInput<'a>,
     pub loss: AttackLoss,
     pub eps: Tensor,
@@ -154,7 +154,7 @@ pub(crate) struct Ascent<'a> {
 
 impl<'a> Ascent<'a> {
     pub fn new(
-        model: &'a dyn ModuleT,
+        model: &'a dyn Classifier,
         input: &'a AttackInput<'a>,
         step: StepSize,
         loss: AttackLoss,
@@ -240,7 +240,7 @@ impl Attack for Pgd {
         format!("{name} {} {step} {start}", self.loss.name())
     }
 
-    fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+    fn perturb(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<Tensor> {
         self.validate()?;
         let ascent = Ascent::new(model, input, self.step, self.loss)?;
         let mut x_adv = ascent.start(self.start);

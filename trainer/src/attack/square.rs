@@ -14,11 +14,12 @@
 //! Only the points still robust are queried, all of them in one batch.
 
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::{Attack, AttackInput, check_input, project, row_shape};
+use crate::model::Classifier;
 use crate::error::{Result, invalid};
+use crate::model::Window;
 
 /// Square's settings; [`Square::autoattack`] gives AutoAttack's.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,7 +57,7 @@ impl Square {
     /// correctly, in batch order; ≤ 0: fooled), run after run.
     pub fn run(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         input: &AttackInput<'_>,
         mut trace: Option<&mut Vec<Tensor>>,
     ) -> Result<Tensor> {
@@ -75,9 +76,6 @@ impl Square {
                 "images [N, C, H, W] (Square Attack)",
             ));
         }
-        let margin_of = |xs: &Tensor, ys: &Tensor| {
-            tch::no_grad(|| margin(&model.forward_t(xs, input.train), ys))
-        };
         let predict =
             |xs: &Tensor| tch::no_grad(|| model.forward_t(xs, input.train).argmax(-1, false));
         let mut robust = predict(x).eq_tensor(y);
@@ -90,7 +88,7 @@ impl Square {
             let xs = x.index_select(0, &idx);
             let ys = y.index_select(0, &idx);
             let es = eps.index_select(0, &idx);
-            let best = self.single_run(&margin_of, &xs, &ys, &es, trace.as_deref_mut())?;
+            let best = self.single_run(model, input.train, &xs, &ys, &es, trace.as_deref_mut())?;
             let fooled = predict(&best).ne_tensor(&ys).nonzero().squeeze_dim(1);
             if fooled.numel() > 0 {
                 let at = idx.index_select(0, &fooled);
@@ -101,15 +99,20 @@ impl Square {
         Ok(adv)
     }
 
-    /// One run on points all robust at the start: the best point of each.
+    /// One run on points all robust at the start: the best point of each. With the model's
+    /// [`Classifier::window_forward`], a query recomputes only what its window reaches; a point
+    /// whose margin that pass puts at ≤ 0 leaves only if the full forward pass agrees.
     fn single_run(
         &self,
-        margin_of: &dyn Fn(&Tensor, &Tensor) -> Tensor,
+        model: &dyn Classifier,
+        train: bool,
         x: &Tensor,
         y: &Tensor,
         eps: &Tensor,
         mut trace: Option<&mut Vec<Tensor>>,
     ) -> Result<Tensor> {
+        let margin_of =
+            |xs: &Tensor, ys: &Tensor| tch::no_grad(|| margin(&model.forward_t(xs, train), ys));
         let size = x.size();
         let m = size[0];
         let (c, h, w) = (size[1], size[2], size[3]);
@@ -130,35 +133,67 @@ impl Square {
             (x.shallow_clone(), y.shallow_clone(), eps_b.shallow_clone());
         // Separate storage: the write-backs go into `x_best` and `margin_min` in place.
         let (mut best_c, mut margin_c) = (x_best.copy(), margin_min.copy());
+        let mut local = model.window_forward(&best_c, train);
         for i in 0..self.queries {
-            let active = margin_c.gt(0.0);
+            let mut active = margin_c.gt(0.0);
             if i64::try_from(active.all())? == 0 {
+                if local.is_some() {
+                    let leaving = active.logical_not().nonzero().squeeze_dim(1);
+                    let exact = margin_of(
+                        &best_c.index_select(0, &leaving),
+                        &yc.index_select(0, &leaving),
+                    );
+                    let _ = margin_c.index_copy_(0, &leaving, &exact);
+                    active = margin_c.gt(0.0);
+                }
                 let _ = x_best.index_copy_(0, &pos, &best_c);
                 let _ = margin_min.index_copy_(0, &pos, &margin_c);
                 let keep = active.nonzero().squeeze_dim(1);
                 if keep.numel() == 0 {
                     return Ok(x_best);
                 }
-                let sel = |t: &Tensor| t.index_select(0, &keep);
-                (pos, xc, yc, ec) = (sel(&pos), sel(&xc), sel(&yc), sel(&ec));
-                (best_c, margin_c) = (sel(&best_c), sel(&margin_c));
+                if keep.numel() < pos.numel() {
+                    let sel = |t: &Tensor| t.index_select(0, &keep);
+                    (pos, xc, yc, ec) = (sel(&pos), sel(&xc), sel(&yc), sel(&ec));
+                    (best_c, margin_c) = (sel(&best_c), sel(&margin_c));
+                    if let Some(l) = local.as_mut() {
+                        l.select(&keep);
+                    }
+                }
             }
             let p = p_schedule(self.p_init, i);
             let s = side(p, h, w);
-            let vh = rand_below(h - s, device)?;
-            let vw = rand_below(w - s, device)?;
+            let window = Window {
+                top: rand_below(h - s, device)?,
+                left: rand_below(w - s, device)?,
+                height: s,
+                width: s,
+            };
             let signs = rand_sign(&[1, c, 1, 1], device);
-            let window = Tensor::zeros([1, c, h, w], (Kind::Float, device));
-            window
-                .narrow(2, vh, s)
-                .narrow(3, vw, s)
-                .copy_(&signs.expand([1, c, s, s], false));
-            let x_new = project(&(&best_c + window * (&ec * 2.0)), &xc, &ec);
-            let margin_new = margin_of(&x_new, &yc);
+            let at = |t: &Tensor| {
+                t.narrow(2, window.top, window.height)
+                    .narrow(3, window.left, window.width)
+            };
+            // x_new = Clip01(Π_ε(x_best + Δ)) differs from x_best only in the window.
+            let best_w = at(&best_c);
+            let values = project(&(&best_w + signs * (&ec * 2.0)), &at(&xc), &ec);
+            let logits = match local.as_mut() {
+                Some(l) => l.query(window, &values)?,
+                None => {
+                    let x_new = best_c.copy();
+                    at(&x_new).copy_(&values);
+                    tch::no_grad(|| model.forward_t(&x_new, train))
+                }
+            };
+            let margin_new = margin(&logits, &yc);
             let accept = margin_new
                 .lt_tensor(&margin_c)
                 .logical_or(&margin_new.le(0.0));
-            best_c = x_new.where_self(&accept.view(rows.as_slice()), &best_c);
+            let kept = values.where_self(&accept.view(rows.as_slice()), &best_w);
+            at(&best_c).copy_(&kept);
+            if let Some(l) = local.as_mut() {
+                l.accept(&accept);
+            }
             margin_c = margin_new.where_self(&accept, &margin_c);
             if let Some(t) = trace.as_deref_mut() {
                 t.push(margin_min.index_copy(0, &pos, &margin_c));
@@ -216,7 +251,7 @@ impl Attack for Square {
         )
     }
 
-    fn perturb(&self, model: &dyn ModuleT, input: &AttackInput<'_>) -> Result<Tensor> {
+    fn perturb(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<Tensor> {
         self.run(model, input, None)
     }
 }

@@ -25,10 +25,10 @@ use std::time::Instant;
 
 use classwise_theory::metrics::class_accuracy_from_flags;
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
 use super::{Evaluation, Outcomes, RobustCounting, first_batch_checks, summarize};
+use crate::model::Classifier;
 use crate::attack::{Apgd, Attack, AttackInput, Budget, Fab, Square};
 use crate::data::Dataset;
 use crate::error::{IoContext, Result, TrainerError, invalid};
@@ -386,7 +386,7 @@ impl Cascade<'_> {
     /// The cascade on every sample of `data`, the model in eval mode.
     pub fn run(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         data: &Dataset,
         device: Device,
     ) -> Result<CascadeOutcome> {
@@ -662,7 +662,7 @@ impl Cascade<'_> {
     /// Clean predictions and the initial flags.
     fn clean_pass(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         data: &Dataset,
         device: Device,
         key: StateKey,
@@ -710,7 +710,7 @@ impl Cascade<'_> {
     /// split and checks it gives the same flags (fra31/auto-attack#74).
     fn recheck(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         x_adv: &Tensor,
         state: &State,
         labels: &[i64],
@@ -754,7 +754,7 @@ impl Cascade<'_> {
 
 /// The model's clean logits [N, K] on `data`, on the CPU, in batches (eval mode).
 pub fn clean_logits(
-    model: &dyn ModuleT,
+    model: &dyn Classifier,
     data: &Dataset,
     batch_size: usize,
     device: Device,
@@ -802,7 +802,7 @@ fn check_ball(adv: &Tensor, x: &Tensor, eps: f64, attack: &str) -> Result<()> {
 }
 
 /// AutoAttack's `check_range_output`: outputs that look like probabilities, not logits.
-fn probability_check(model: &dyn ModuleT, x: &Tensor) -> Option<String> {
+fn probability_check(model: &dyn Classifier, x: &Tensor) -> Option<String> {
     let z = tch::no_grad(|| model.forward_t(x, false));
     let (lo, hi) = (z.min().double_value(&[]), z.max().double_value(&[]));
     let sum_err = (z.sum_dim_intlist(-1, false, Kind::Float) - 1.0)

@@ -15,12 +15,12 @@ use classwise_theory::metrics::{
     ClassAccuracySummary, ClassErrors, ConfusionMatrix, class_accuracy_from_flags, class_errors,
 };
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
 pub mod autoattack;
 pub mod protocol;
 
+use crate::model::Classifier;
 use crate::attack::{Attack, AttackInput, Budget};
 use crate::error::{Result, TrainerError, invalid};
 
@@ -109,7 +109,7 @@ pub struct Evaluation {
 
 /// x' from `attack` at the same budget ε for every sample, the model in eval mode.
 fn perturb_uniform(
-    model: &dyn ModuleT,
+    model: &dyn Classifier,
     attack: &dyn Attack,
     x: &Tensor,
     y: &Tensor,
@@ -128,7 +128,7 @@ fn perturb_uniform(
 /// Evaluates `model` in eval mode on `batches` of (images in [0, 1], labels) against `attack` at
 /// budget `eps` (the same for every sample), counting robust samples as `counting` says.
 pub fn evaluate(
-    model: &dyn ModuleT,
+    model: &dyn Classifier,
     batches: impl IntoIterator<Item = Result<(Tensor, Tensor)>>,
     class_names: &[String],
     attack: &dyn Attack,
@@ -237,7 +237,7 @@ pub(crate) fn summarize(
     })
 }
 
-pub(crate) fn predict_in_halves(model: &dyn ModuleT, x: &Tensor) -> Tensor {
+pub(crate) fn predict_in_halves(model: &dyn Classifier, x: &Tensor) -> Tensor {
     let n = x.size()[0];
     let h = (n / 2).max(1).min(n);
     let mut parts = vec![model.forward_t(&x.narrow(0, 0, h), false).argmax(-1, false)];
@@ -252,7 +252,7 @@ pub(crate) fn predict_in_halves(model: &dyn ModuleT, x: &Tensor) -> Tensor {
 }
 
 /// AutoAttack-style checks on the first batch: randomised forward, batch-size dependence.
-pub(crate) fn first_batch_checks(model: &dyn ModuleT, x: &Tensor) -> Vec<String> {
+pub(crate) fn first_batch_checks(model: &dyn Classifier, x: &Tensor) -> Vec<String> {
     let mut warnings = Vec::new();
     tch::no_grad(|| {
         let a = model.forward_t(x, false);
@@ -360,7 +360,7 @@ pub fn markdown(e: &Evaluation) -> String {
 /// the average over all samples ([`classwise_theory::calibration::wat_validation_costs`] with
 /// the number of images as divisor). Eval mode, no parameter gradients.
 pub fn trades_costs(
-    model: &dyn ModuleT,
+    model: &dyn Classifier,
     batches: impl IntoIterator<Item = Result<(Tensor, Tensor)>>,
     method: &crate::train::Method,
     eps: f64,

@@ -21,12 +21,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use tch::Device;
-use tch::nn::ModuleT;
 
 use super::autoattack::{
     AaAttack, AutoAttackReport, AutoAttackSpec, Cascade, Version, clean_logits,
 };
 use super::{Evaluation, Outcomes, RobustCounting, evaluate, summarize};
+use crate::model::Classifier;
 use crate::attack::{Attack, Pgd};
 use crate::data::Dataset;
 use crate::error::{Result, invalid};
@@ -208,7 +208,7 @@ pub struct ProtocolOptions<'a> {
 
 /// Runs every entry on `data`, the model in eval mode; robust = correct clean and under attack.
 pub fn run(
-    model: &dyn ModuleT,
+    model: &dyn Classifier,
     data: &Dataset,
     entries: &[ProtocolEntry],
     opts: &ProtocolOptions<'_>,
@@ -302,7 +302,7 @@ pub fn run(
 
 /// Clean accuracy as an evaluation whose "adversarial" example is the clean input.
 fn natural(
-    model: &dyn ModuleT,
+    model: &dyn Classifier,
     data: &Dataset,
     batch_size: usize,
     device: Device,

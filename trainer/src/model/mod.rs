@@ -34,11 +34,13 @@ mod small_cnn_cifar;
 pub mod spec;
 pub mod state;
 mod weights;
+pub mod window;
 mod wide_resnet;
 
 pub use normalize::Normalize;
 pub use spec::{Architecture, ModelSpec, Normalization};
 pub use weights::SPEC_METADATA_KEY;
+pub use window::{Window, WindowForward};
 
 use tch::nn::{self, ModuleT};
 use tch::{Device, Tensor};
@@ -46,6 +48,28 @@ use tch::{Device, Tensor};
 use crate::error::{Result, invalid};
 use init::InitStyle;
 use layers::Scope;
+use window::{LocalOp, Pointwise};
+
+/// The networks behind a [`Model`].
+pub(crate) trait Net: ModuleT {
+    /// The network as a chain of spatially local layers and a head (eval mode), if it is one
+    /// ([`window`]); `None` by default (the residual families: not supported yet).
+    fn local(&self) -> Option<(Vec<LocalOp<'_>>, Pointwise<'_>)> {
+        None
+    }
+}
+
+/// What the attacks need of a classifier: its logits ([`ModuleT::forward_t`]) and, where the
+/// architecture allows it, a forward pass that recomputes only what a change of one input window
+/// affects (Square Attack's queries, [`window`]).
+pub trait Classifier: ModuleT {
+    /// The cached forward pass of `x` for window queries, or `None` (the default) if the model
+    /// cannot give one in this mode; callers then use `forward_t`.
+    fn window_forward(&self, x: &Tensor, train: bool) -> Option<WindowForward<'_>> {
+        let _ = (x, train);
+        None
+    }
+}
 
 /// A network built from a [`ModelSpec`], owning its parameters and BN statistics.
 #[derive(Debug)]
@@ -53,7 +77,9 @@ pub struct Model {
     spec: ModelSpec,
     vs: nn::VarStore,
     normalize: Option<Normalize>,
-    net: Box<dyn ModuleT>,
+    net: Box<dyn Net>,
+    /// Whether [`Classifier::window_forward`] is offered (on by default).
+    window: bool,
 }
 
 impl Model {
@@ -77,7 +103,7 @@ impl Model {
         let [_, height, width] = spec.input_shape;
         let k = spec.classes();
         let scope = |style| Scope::new(vs.root(), style, random);
-        let net: Box<dyn ModuleT> = match spec.architecture {
+        let net: Box<dyn Net> = match spec.architecture {
             Architecture::PreActResNet18 { final_bn_relu } => Box::new(
                 preact_resnet::PreActResNet18::new(&scope(InitStyle::Torch), c, k, final_bn_relu),
             ),
@@ -114,7 +140,14 @@ impl Model {
             spec: spec.clone(),
             vs,
             net,
+            window: true,
         }
+    }
+
+    /// Offer [`Classifier::window_forward`] (the default) or not, e.g. to measure what it saves
+    /// (`classwise bench --autoattack --no-window`).
+    pub fn set_window_forward(&mut self, on: bool) {
+        self.window = on;
     }
 
     /// The spec this model was built from.
@@ -191,3 +224,25 @@ impl ModuleT for Model {
         }
     }
 }
+
+impl Classifier for Model {
+    /// Available in eval mode for SmallCNN and FAT's SmallCNN (normalisation included), whose
+    /// layers are all local; `None` in train mode (dropout, BN batch statistics) and for the
+    /// residual families.
+    fn window_forward(&self, x: &Tensor, train: bool) -> Option<WindowForward<'_>> {
+        if train || !self.window {
+            return None;
+        }
+        let (mut ops, head) = self.net.local()?;
+        if let Some(norm) = &self.normalize {
+            ops.insert(0, LocalOp::Pointwise(Box::new(|t: &Tensor| norm.forward(t))));
+        }
+        Some(WindowForward::new(ops, head, x))
+    }
+}
+
+/// tch's sequential networks (no window forward pass).
+impl Classifier for nn::SequentialT {}
+
+/// tch's sequential networks (no window forward pass).
+impl Classifier for nn::Sequential {}

@@ -7,6 +7,7 @@
 use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
+use super::Net;
 use super::layers::{Scope, bn_relu, forward_blocks, global_avg_pool, residual_stages};
 
 /// Stage widths and first strides shared by the two ResNet-18 variants.
@@ -90,3 +91,5 @@ impl ModuleT for PreActResNet18 {
         self.linear.forward(&global_avg_pool(&o))
     }
 }
+
+impl Net for PreActResNet18 {}

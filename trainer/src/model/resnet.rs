@@ -7,6 +7,7 @@
 use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
+use super::Net;
 use super::layers::{Scope, bn_relu, forward_blocks, global_avg_pool, residual_stages};
 use super::preact_resnet::{BLOCKS_PER_STAGE, STAGES};
 
@@ -93,3 +94,5 @@ impl ModuleT for ResNet18 {
         self.linear.forward(&global_avg_pool(&o))
     }
 }
+
+impl Net for ResNet18 {}

@@ -28,8 +28,10 @@
 use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
+use super::Net;
 use super::init::ParamInit;
 use super::layers::{Scope, max_pool2};
+use super::window::{LocalOp, Pointwise};
 
 const CONV_WIDTHS: [i64; 4] = [32, 32, 64, 64];
 const HIDDEN: i64 = 200;
@@ -94,6 +96,16 @@ impl SmallCnn {
     }
 }
 
+impl SmallCnn {
+    /// fc1 → ReLU → dropout (train mode) → fc2 → ReLU → fc3 on the last feature map.
+    fn classify(&self, features: &Tensor, train: bool) -> Tensor {
+        let o = self.fc1.forward(&features.flatten(1, -1)).relu();
+        let o = o.dropout(DROPOUT, train);
+        let o = self.fc2.forward(&o).relu();
+        self.fc3.forward(&o)
+    }
+}
+
 impl ModuleT for SmallCnn {
     fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
         let mut o = xs.shallow_clone();
@@ -103,9 +115,26 @@ impl ModuleT for SmallCnn {
                 o = max_pool2(&o);
             }
         }
-        let o = self.fc1.forward(&o.flatten(1, -1)).relu();
-        let o = o.dropout(DROPOUT, train);
-        let o = self.fc2.forward(&o).relu();
-        self.fc3.forward(&o)
+        self.classify(&o, train)
+    }
+}
+
+impl Net for SmallCnn {
+    /// The four valid convolutions with their ReLUs and the two pools; the classifier (eval
+    /// mode) as the head.
+    fn local(&self) -> Option<(Vec<LocalOp<'_>>, Pointwise<'_>)> {
+        let mut ops = Vec::with_capacity(6);
+        for (i, conv) in self.convs.iter().enumerate() {
+            ops.push(LocalOp::Conv {
+                conv,
+                kernel: 3,
+                padding: 0,
+                post: Box::new(Tensor::relu),
+            });
+            if i % 2 == 1 {
+                ops.push(LocalOp::MaxPool2);
+            }
+        }
+        Some((ops, Box::new(|o: &Tensor| self.classify(o, false))))
     }
 }

@@ -11,7 +11,9 @@
 use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
+use super::Net;
 use super::layers::{Scope, bn_relu, max_pool2};
+use super::window::{LocalOp, Pointwise};
 
 const WIDTHS: [i64; 3] = [64, 128, 196];
 const HIDDEN: i64 = 256;
@@ -53,6 +55,14 @@ impl SmallCnnCifar {
     }
 }
 
+impl SmallCnnCifar {
+    /// fc1 → ReLU → fc2 on the last feature map.
+    fn classify(&self, features: &Tensor) -> Tensor {
+        let o = self.fc1.forward(&features.flatten(1, -1)).relu();
+        self.fc2.forward(&o)
+    }
+}
+
 impl ModuleT for SmallCnnCifar {
     fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
         let mut o = xs.shallow_clone();
@@ -62,7 +72,26 @@ impl ModuleT for SmallCnnCifar {
             }
             o = max_pool2(&o);
         }
-        let o = self.fc1.forward(&o.flatten(1, -1)).relu();
-        self.fc2.forward(&o)
+        self.classify(&o)
+    }
+}
+
+impl Net for SmallCnnCifar {
+    /// Per block, two padded convolutions with BN (eval mode: per channel, pointwise) and ReLU,
+    /// then the pool; fc1 and fc2 as the head.
+    fn local(&self) -> Option<(Vec<LocalOp<'_>>, Pointwise<'_>)> {
+        let mut ops = Vec::with_capacity(9);
+        for block in &self.blocks {
+            for (conv, bn) in block {
+                ops.push(LocalOp::Conv {
+                    conv,
+                    kernel: 3,
+                    padding: 1,
+                    post: Box::new(move |o: &Tensor| bn_relu(bn, o, false)),
+                });
+            }
+            ops.push(LocalOp::MaxPool2);
+        }
+        Some((ops, Box::new(|o: &Tensor| self.classify(o))))
     }
 }

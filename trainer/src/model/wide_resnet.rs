@@ -15,6 +15,7 @@
 use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
+use super::Net;
 use super::layers::{Scope, bn_relu, forward_blocks, global_avg_pool, residual_stages};
 
 /// Width of the stem conv.
@@ -100,3 +101,5 @@ impl ModuleT for WideResNet {
             .forward(&global_avg_pool(&bn_relu(&self.bn1, &o, train)))
     }
 }
+
+impl Net for WideResNet {}

@@ -3,12 +3,12 @@
 //! inputs (CFA's t_k, as `PKU-ML/CFA:train.py` counts it: the adversarial examples trained on,
 //! the logits of the loss forward, before the update; here with per-class denominators).
 
-use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
 use super::objective::{DevicePlan, Objective, StepContext};
 use super::optim::Sgd;
 use super::plan::ClassPlan;
+use crate::model::Classifier;
 use crate::error::{Result, TrainerError};
 
 /// What an epoch measured.
@@ -44,7 +44,7 @@ impl StepSettings {
 /// update, so the parameters stay those of the last good step.
 #[allow(clippy::too_many_arguments)]
 pub fn train_epoch(
-    model: &dyn ModuleT,
+    model: &dyn Classifier,
     optimizer: &mut Sgd,
     objective: &dyn Objective,
     plan: &ClassPlan,

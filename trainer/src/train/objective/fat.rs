@@ -9,11 +9,11 @@
 
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
-use tch::nn::ModuleT;
 
 use super::{
     Objective, StepContext, StepOutput, absolute_step, planned_step, prepare, weighted_ce,
 };
+use crate::model::Classifier;
 use crate::attack::{AttackInput, EarlyStoppedPgd};
 use crate::error::{Result, invalid};
 
@@ -75,7 +75,7 @@ impl Objective for Fat {
 
     fn loss(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         x: &Tensor,
         y: &Tensor,
         ctx: StepContext<'_>,

@@ -10,10 +10,10 @@
 //! paper's CIFAR-10 setting) in eval mode at budget ε_y.
 
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, ce, correct_of};
+use crate::model::Classifier;
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
 
@@ -60,7 +60,7 @@ impl Objective for Mart {
 
     fn loss(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         x: &Tensor,
         y: &Tensor,
         ctx: StepContext<'_>,

@@ -24,10 +24,10 @@ pub use pgd_at::PgdAt;
 pub use trades::Trades;
 
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
 use super::plan::ClassPlan;
+use crate::model::Classifier;
 use crate::attack::{Attack, AttackInput, Budget, Pgd, StepSize};
 use crate::error::{Result, invalid};
 
@@ -129,7 +129,7 @@ pub trait Objective {
     /// The loss of batch (x, y); the model is in train mode for the loss forward.
     fn loss(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         x: &Tensor,
         y: &Tensor,
         ctx: StepContext<'_>,
@@ -194,7 +194,7 @@ impl Objective for Method {
     }
     fn loss(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         x: &Tensor,
         y: &Tensor,
         ctx: StepContext<'_>,
@@ -232,7 +232,7 @@ pub(crate) fn prepare(x: &Tensor, y: &Tensor, plan: &DevicePlan) -> Result<Budge
 /// x' from the CE/KL-PGD `attack` at the plan's per-sample budgets ε_{y_i} and step override,
 /// the model in train mode during the attack when `train` is set. Checks the batch and the plan.
 pub(crate) fn adversarial(
-    model: &dyn ModuleT,
+    model: &dyn Classifier,
     x: &Tensor,
     y: &Tensor,
     plan: &DevicePlan,
@@ -256,7 +256,7 @@ pub(crate) fn adversarial(
 /// The weighted mean CE on `input` (the training input: x, x' or FAT's x̃), forwarded in train
 /// mode, and its per-sample correctness.
 pub(crate) fn weighted_ce(
-    model: &dyn ModuleT,
+    model: &dyn Classifier,
     input: &Tensor,
     y: &Tensor,
     plan: &DevicePlan,

@@ -1,9 +1,9 @@
 //! Natural training: the mean of natural_weight[y_i]·CE(f(x_i), y_i).
 
 use tch::Tensor;
-use tch::nn::ModuleT;
 
 use super::{Objective, StepContext, StepOutput, prepare, weighted_ce};
+use crate::model::Classifier;
 use crate::error::Result;
 
 /// Standard training on clean inputs.
@@ -17,7 +17,7 @@ impl Objective for Natural {
 
     fn loss(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         x: &Tensor,
         y: &Tensor,
         ctx: StepContext<'_>,

@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
-use tch::nn::ModuleT;
 
 use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, weighted_ce};
+use crate::model::Classifier;
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
 
@@ -30,7 +30,7 @@ impl Objective for PgdAt {
 
     fn loss(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         x: &Tensor,
         y: &Tensor,
         ctx: StepContext<'_>,

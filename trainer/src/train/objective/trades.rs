@@ -5,13 +5,13 @@
 //! `yaodongyu/TRADES:trades.py`).
 
 use serde::{Deserialize, Serialize};
-use tch::nn::ModuleT;
 use tch::{Kind, Tensor};
 
 use super::{
     Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce, correct_of,
     kl,
 };
+use crate::model::Classifier;
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
 
@@ -49,7 +49,7 @@ impl Objective for Trades {
 
     fn loss(
         &self,
-        model: &dyn ModuleT,
+        model: &dyn Classifier,
         x: &Tensor,
         y: &Tensor,
         ctx: StepContext<'_>,
