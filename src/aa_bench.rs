@@ -106,7 +106,12 @@ pub fn run(b: &AaBench<'_>) -> anyhow::Result<()> {
             crate::trainer_cli::save_adversarial(&adv, &test, &indices, &out, eps, &spec, &model)?;
             let weights = b.out.join("model.safetensors");
             model.save(&weights)?;
-            Some(torchattacks(python, &weights, &adv, &b.out.join("torchattacks.json"))?)
+            Some(torchattacks(
+                python,
+                &weights,
+                &adv,
+                &b.out.join("torchattacks.json"),
+            )?)
         }
     };
     print!("{}", table(&out.report, theirs.as_ref()));
@@ -114,7 +119,12 @@ pub fn run(b: &AaBench<'_>) -> anyhow::Result<()> {
 }
 
 /// Runs crosscheck.py on the saved images and reads its result.
-fn torchattacks(python: &Path, weights: &Path, adv: &Path, json: &Path) -> anyhow::Result<CrossCheck> {
+fn torchattacks(
+    python: &Path,
+    weights: &Path,
+    adv: &Path,
+    json: &Path,
+) -> anyhow::Result<CrossCheck> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/crosscheck/crosscheck.py");
     let status = Command::new(python)
         .arg(&script)
@@ -135,13 +145,21 @@ fn torchattacks(python: &Path, weights: &Path, adv: &Path, json: &Path) -> anyho
     );
     let text =
         std::fs::read_to_string(json).with_context(|| format!("reading {}", json.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not crosscheck.py's result", json.display()))
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not crosscheck.py's result", json.display()))
 }
 
 /// The seconds per attack (and per image) of both sides, with the ratio classwise/torchattacks.
 fn table(ours: &AutoAttackReport, theirs: Option<&CrossCheck>) -> String {
-    let mut s = String::from("\n| attack | classwise s | torchattacks s | ratio |\n|---|---|---|---|\n");
-    let ratio = |a: f64, b: f64| if b > 0.0 { format!("{:.2}", a / b) } else { "-".into() };
+    let mut s =
+        String::from("\n| attack | classwise s | torchattacks s | ratio |\n|---|---|---|---|\n");
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 {
+            format!("{:.2}", a / b)
+        } else {
+            "-".into()
+        }
+    };
     for step in &ours.steps {
         let other = theirs.and_then(|t| {
             t.torchattacks
@@ -171,7 +189,12 @@ fn table(ours: &AutoAttackReport, theirs: Option<&CrossCheck>) -> String {
     );
     s += &format!(
         "\nrobust accuracy: classwise {:.2}%{}\n",
-        100.0 * ours.evaluation.robust.overall.unwrap_or(ours.evaluation.robust.class_mean),
+        100.0
+            * ours
+                .evaluation
+                .robust
+                .overall
+                .unwrap_or(ours.evaluation.robust.class_mean),
         theirs.map_or(String::new(), |t| format!(
             ", torchattacks {:.2}% (crosscheck checks {})",
             100.0 * t.torchattacks.robust.overall,

@@ -506,7 +506,10 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
             no_window: a.no_window,
             python: a.python.as_deref(),
             data_dir: a.data_dir.as_deref(),
-            out: a.out.clone().unwrap_or_else(|| run.join("bench-autoattack")),
+            out: a
+                .out
+                .clone()
+                .unwrap_or_else(|| run.join("bench-autoattack")),
         })?;
         return Ok(ExitCode::SUCCESS);
     }

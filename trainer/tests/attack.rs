@@ -2,11 +2,11 @@
 //! respected, PGD reaches the closed-form worst case of a linear model, only the input receives
 //! gradients, and the early-stopped variants follow their rules.
 
-use classwise_trainer::model::Classifier;
 use classwise_trainer::attack::{
     Apgd, Attack, AttackInput, AttackLoss, Budget, EarlyStopVariant, EarlyStoppedPgd, Fab, Pgd,
     Square, Start, StepSize,
 };
+use classwise_trainer::model::Classifier;
 use classwise_trainer::seed::seeded;
 use tch::nn::{self, ModuleT};
 use tch::{Device, Kind, Tensor};

@@ -6,7 +6,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use classwise_trainer::model::Classifier;
 use classwise_trainer::attack::apgd::checkpoints;
 use classwise_trainer::attack::fab::projection_linf;
 use classwise_trainer::attack::square::{margin, p_schedule, side};
@@ -15,6 +14,7 @@ use classwise_trainer::data::{Dataset, Origin};
 use classwise_trainer::eval::autoattack::{
     AaAttack, AutoAttackSpec, Cascade, CascadeOutcome, Step, Version,
 };
+use classwise_trainer::model::Classifier;
 use classwise_trainer::seed::seeded;
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};

@@ -1,11 +1,11 @@
 //! Class-wise evaluation on a linear model whose clean and robust correctness are known by hand,
 //! and the AutoAttack-style sanity checks.
 
-use classwise_trainer::model::Classifier;
 use classwise_trainer::Result;
 use classwise_trainer::attack::Pgd;
 use classwise_trainer::attack::{Attack, AttackInput};
 use classwise_trainer::eval::{RobustCounting, evaluate, markdown};
+use classwise_trainer::model::Classifier;
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 

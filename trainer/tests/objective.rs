@@ -8,10 +8,10 @@
 
 use std::sync::Mutex;
 
-use classwise_trainer::model::Classifier;
 use classwise_trainer::attack::{
     AttackInput, AttackLoss, Budget, EarlyStopVariant, EarlyStoppedPgd, Pgd, Start, StepSize,
 };
+use classwise_trainer::model::Classifier;
 use classwise_trainer::seed::seeded;
 use classwise_trainer::train::{
     ClassPlan, DevicePlan, Fat, Mart, Method, Objective, PgdAt, StepContext, Trades, TradesScaling,

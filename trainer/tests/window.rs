@@ -4,9 +4,7 @@
 //! size; FAT's SmallCNN with padded convolutions and BN), for windows of every size and
 //! position, borders and corners included.
 
-use classwise_trainer::model::{
-    Architecture, Classifier, Model, ModelSpec, Normalization, Window,
-};
+use classwise_trainer::model::{Architecture, Classifier, Model, ModelSpec, Normalization, Window};
 use classwise_trainer::seed::seeded;
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
@@ -69,7 +67,9 @@ fn check(model: &Model, shape: [usize; 3], tol: f64) {
     let [c, h, w] = shape.map(|d| d as i64);
     let n = 12;
     let mut x = seeded(5, || Tensor::rand([n, c, h, w], (Kind::Float, CPU)));
-    let mut fw = model.window_forward(&x, false).expect("a window forward pass");
+    let mut fw = model
+        .window_forward(&x, false)
+        .expect("a window forward pass");
     assert!(max_abs(&fw.logits(), &logits(model, &x)) < tol);
     for (i, win) in windows(h, w).into_iter().enumerate() {
         let rows = x.size()[0];
@@ -98,7 +98,10 @@ fn check(model: &Model, shape: [usize; 3], tol: f64) {
             x = x.index_select(0, &kept);
         }
         let err = max_abs(&fw.logits(), &logits(model, &x));
-        assert!(err < tol, "after accepting window {win:?}: logits differ by {err}");
+        assert!(
+            err < tol,
+            "after accepting window {win:?}: logits differ by {err}"
+        );
     }
 }
 
@@ -155,8 +158,12 @@ fn no_window_pass_in_train_mode_or_for_residual_networks() {
     );
     let x = Tensor::rand([2, 1, 28, 28], (Kind::Float, CPU));
     assert!(small.window_forward(&x, true).is_none());
-    let resnet = Model::new(&ModelSpec::new(Architecture::ResNet18, 10, [3, 32, 32]), CPU, 1)
-        .unwrap();
+    let resnet = Model::new(
+        &ModelSpec::new(Architecture::ResNet18, 10, [3, 32, 32]),
+        CPU,
+        1,
+    )
+    .unwrap();
     let x = Tensor::rand([2, 3, 32, 32], (Kind::Float, CPU));
     assert!(resnet.window_forward(&x, false).is_none());
 }
@@ -193,5 +200,8 @@ fn bad_windows_and_values_are_refused_by_name() {
         .query(inside, &Tensor::zeros([2, 1, 3, 2], (Kind::Float, CPU)))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("values") && err.contains("[2, 1, 3, 3]"), "{err}");
+    assert!(
+        err.contains("values") && err.contains("[2, 1, 3, 3]"),
+        "{err}"
+    );
 }

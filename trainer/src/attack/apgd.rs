@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use super::{Attack, AttackInput, check_input, input_gradient, project};
-use crate::model::Classifier;
 use crate::error::{Result, invalid};
+use crate::model::Classifier;
 
 /// The loss APGD ascends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,8 +24,8 @@ use tch::{Kind, Tensor};
 use super::loss::AttackLoss;
 use super::pgd::{Ascent, Start, StepSize, validate_common};
 use super::{Attack, AttackInput, project, row_shape};
-use crate::model::Classifier;
 use crate::error::{Result, invalid};
+use crate::model::Classifier;
 
 /// Which early-stopping rule (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use super::{Attack, AttackInput, check_input, input_gradient, row_shape};
-use crate::model::Classifier;
 use crate::error::{Result, invalid};
+use crate::model::Classifier;
 
 /// FAB's settings; [`Fab::targeted`] gives AutoAttack's FAB-T.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

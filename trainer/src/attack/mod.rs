@@ -45,8 +45,8 @@ pub use square::Square;
 
 use tch::{Kind, Tensor};
 
-use crate::model::Classifier;
 use crate::error::{Result, invalid};
+use crate::model::Classifier;
 
 /// Per-sample ℓ∞ budgets ε_i ≥ 0, one per row of the batch (a 1-D f32 tensor on the batch's
 /// device).

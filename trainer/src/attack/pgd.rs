@@ -10,8 +10,8 @@ use tch::{Kind, Tensor};
 
 use super::loss::AttackLoss;
 use super::{Attack, AttackInput, check_input, input_gradient, project};
-use crate::model::Classifier;
 use crate::error::{Result, invalid};
+use crate::model::Classifier;
 
 /// The random start of PGD.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -11,14 +11,18 @@
 //! * a point keeps x_new if its margin z_y − max_{j≠y} z_j decreases or becomes ≤ 0; a
 //!   point with margin ≤ 0 is done and is no longer queried.
 //!
-//! Only the points still robust are queried, all of them in one batch.
+//! Only the points still robust are queried, all of them in one batch. A query changes only the
+//! window, so with the model's [`Classifier::window_forward`] (SmallCNN and FAT's SmallCNN in
+//! eval mode) it recomputes only the part of each layer the window reaches
+//! ([`crate::model::window`]); the decisions are the same up to floating-point summation order,
+//! and a point leaves as fooled only once the full forward pass agrees.
 
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use super::{Attack, AttackInput, check_input, project, row_shape};
-use crate::model::Classifier;
 use crate::error::{Result, invalid};
+use crate::model::Classifier;
 use crate::model::Window;
 
 /// Square's settings; [`Square::autoattack`] gives AutoAttack's.

@@ -28,11 +28,11 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 use super::{Evaluation, Outcomes, RobustCounting, first_batch_checks, summarize};
-use crate::model::Classifier;
 use crate::attack::{Apgd, Attack, AttackInput, Budget, Fab, Square};
 use crate::data::Dataset;
 use crate::error::{IoContext, Result, TrainerError, invalid};
 use crate::io::{load_tensors, save_tensors_atomic, write_json};
+use crate::model::Classifier;
 
 /// Version of the state file.
 const STATE_SCHEMA: u32 = 1;

@@ -20,9 +20,9 @@ use tch::{Device, Kind, Tensor};
 pub mod autoattack;
 pub mod protocol;
 
-use crate::model::Classifier;
 use crate::attack::{Attack, AttackInput, Budget};
 use crate::error::{Result, TrainerError, invalid};
+use crate::model::Classifier;
 
 /// Relative tolerance of the batch-size check on logits.
 const LOGIT_TOL: f64 = 1e-4;

@@ -26,10 +26,10 @@ use super::autoattack::{
     AaAttack, AutoAttackReport, AutoAttackSpec, Cascade, Version, clean_logits,
 };
 use super::{Evaluation, Outcomes, RobustCounting, evaluate, summarize};
-use crate::model::Classifier;
 use crate::attack::{Attack, Pgd};
 use crate::data::Dataset;
 use crate::error::{Result, invalid};
+use crate::model::Classifier;
 use crate::run::Eps;
 
 /// The kind of a protocol entry.

@@ -34,8 +34,8 @@ mod small_cnn_cifar;
 pub mod spec;
 pub mod state;
 mod weights;
-pub mod window;
 mod wide_resnet;
+pub mod window;
 
 pub use normalize::Normalize;
 pub use spec::{Architecture, ModelSpec, Normalization};
@@ -235,7 +235,10 @@ impl Classifier for Model {
         }
         let (mut ops, head) = self.net.local()?;
         if let Some(norm) = &self.normalize {
-            ops.insert(0, LocalOp::Pointwise(Box::new(|t: &Tensor| norm.forward(t))));
+            ops.insert(
+                0,
+                LocalOp::Pointwise(Box::new(|t: &Tensor| norm.forward(t))),
+            );
         }
         Some(WindowForward::new(ops, head, x))
     }

@@ -180,8 +180,11 @@ fn paste(dst: &Tensor, dst_at: Region, src: &Tensor, src_at: Region) {
         return;
     }
     let part = |t: &Tensor, at: Region| {
-        t.narrow(2, rows.start - at.rows.start, rows.len())
-            .narrow(3, cols.start - at.cols.start, cols.len())
+        t.narrow(2, rows.start - at.rows.start, rows.len()).narrow(
+            3,
+            cols.start - at.cols.start,
+            cols.len(),
+        )
     };
     part(dst, dst_at).copy_(&part(src, src_at));
 }
@@ -201,7 +204,10 @@ impl std::fmt::Debug for WindowForward<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WindowForward")
             .field("layers", &self.ops.len())
-            .field("maps", &self.maps.iter().map(Tensor::size).collect::<Vec<_>>())
+            .field(
+                "maps",
+                &self.maps.iter().map(Tensor::size).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }

@@ -8,8 +8,8 @@ use tch::{Device, Kind, Tensor};
 use super::objective::{DevicePlan, Objective, StepContext};
 use super::optim::Sgd;
 use super::plan::ClassPlan;
-use crate::model::Classifier;
 use crate::error::{Result, TrainerError};
+use crate::model::Classifier;
 
 /// What an epoch measured.
 #[derive(Debug, Clone, PartialEq)]

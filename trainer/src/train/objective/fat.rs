@@ -13,9 +13,9 @@ use tch::Tensor;
 use super::{
     Objective, StepContext, StepOutput, absolute_step, planned_step, prepare, weighted_ce,
 };
-use crate::model::Classifier;
 use crate::attack::{AttackInput, EarlyStoppedPgd};
 use crate::error::{Result, invalid};
+use crate::model::Classifier;
 
 /// FAT.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

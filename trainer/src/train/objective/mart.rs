@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, ce, correct_of};
-use crate::model::Classifier;
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
+use crate::model::Classifier;
 
 /// MART.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

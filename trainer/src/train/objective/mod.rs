@@ -27,9 +27,9 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 use super::plan::ClassPlan;
-use crate::model::Classifier;
 use crate::attack::{Attack, AttackInput, Budget, Pgd, StepSize};
 use crate::error::{Result, invalid};
+use crate::model::Classifier;
 
 /// The loss of one batch and what it measured.
 pub struct StepOutput {

@@ -3,8 +3,8 @@
 use tch::Tensor;
 
 use super::{Objective, StepContext, StepOutput, prepare, weighted_ce};
-use crate::model::Classifier;
 use crate::error::Result;
+use crate::model::Classifier;
 
 /// Standard training on clean inputs.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
 use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, weighted_ce};
-use crate::model::Classifier;
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
+use crate::model::Classifier;
 
 /// PGD-AT. `attack_train_mode` runs the attack with BN in train mode, as CFA's code does
 /// (`PKU-ML/CFA:train.py`).

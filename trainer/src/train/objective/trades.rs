@@ -11,9 +11,9 @@ use super::{
     Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce, correct_of,
     kl,
 };
-use crate::model::Classifier;
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
+use crate::model::Classifier;
 
 /// TRADES.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
