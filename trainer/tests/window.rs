@@ -205,3 +205,72 @@ fn bad_windows_and_values_are_refused_by_name() {
         "{err}"
     );
 }
+
+/// Square through the window pass against Square through full forward passes, same seed: the
+/// random draws do not depend on the margins, so the two runs differ only where a decision
+/// turns on the last bits of a logit. Both must leave the same points fooled and end at the
+/// same margins (up to summation order) nearly everywhere.
+#[test]
+fn square_with_the_window_pass_follows_the_full_forward_run() {
+    use classwise_trainer::attack::square::margin;
+    use classwise_trainer::attack::{AttackInput, Budget, Square};
+
+    let shape = [1, 28, 28];
+    let mut m = model(
+        Architecture::SmallCnn {
+            zero_last_layer: false,
+        },
+        shape,
+        None,
+    );
+    let n = 16;
+    let x = seeded(21, || Tensor::rand([n, 1, 28, 28], (Kind::Float, CPU)));
+    let y = logits(&m, &x).argmax(-1, false);
+    let budget = Budget::uniform(0.005, n, CPU).unwrap();
+    let input = AttackInput {
+        x: &x,
+        y: &y,
+        eps: &budget,
+        train: false,
+    };
+    let square = Square {
+        queries: 300,
+        ..Square::autoattack()
+    };
+    let run = |m: &Model| {
+        let mut trace = Vec::new();
+        let adv = seeded(22, || square.run(m, &input, Some(&mut trace))).unwrap();
+        (adv, trace)
+    };
+    let (adv_window, trace_window) = run(&m);
+    m.set_window_forward(false);
+    let (adv_full, trace_full) = run(&m);
+    assert!(m.window_forward(&x, false).is_none());
+    assert_eq!(trace_window.len(), trace_full.len());
+
+    let fooled = |adv: &Tensor| -> Vec<bool> {
+        let p = logits(&m, adv).argmax(-1, false);
+        Vec::<bool>::try_from(p.ne_tensor(&y)).unwrap()
+    };
+    let (fw, ff) = (fooled(&adv_window), fooled(&adv_full));
+    let differ = fw.iter().zip(&ff).filter(|(a, b)| a != b).count();
+    let broken = ff.iter().filter(|&&f| f).count();
+    assert!(broken > 0 && broken < n as usize, "{broken} of {n} broken");
+    assert!(differ <= 1, "{differ} points fooled by one run only");
+
+    let final_margin = |adv: &Tensor| -> Vec<f64> {
+        Vec::<f64>::try_from(margin(&logits(&m, adv), &y).to_kind(Kind::Double)).unwrap()
+    };
+    let (mw, mf) = (final_margin(&adv_window), final_margin(&adv_full));
+    let close = mw
+        .iter()
+        .zip(&mf)
+        .filter(|(a, b)| (*a - *b).abs() < 1e-3)
+        .count();
+    assert!(
+        close + 2 >= n as usize,
+        "only {close} of {n} final margins agree"
+    );
+    let linf = f64::try_from((&adv_window - &x).abs().max()).unwrap();
+    assert!(linf <= 0.005 + 1e-6, "{linf}");
+}
