@@ -6,10 +6,80 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
+use classwise_trainer::attack::{Apgd, Attack, Fab, Square};
 use classwise_trainer::data::{self, Part};
-use classwise_trainer::eval::autoattack::{AutoAttackReport, AutoAttackSpec, Cascade, Version};
+use classwise_trainer::eval::autoattack::{
+    AutoAttackReport, AutoAttackSpec, Cascade, Step, Version,
+};
+use classwise_trainer::model::MemoryFormat;
 use classwise_trainer::run::{self, RunConfig, RunDir};
 use serde::Deserialize;
+
+/// Which parameters both sides run AutoAttack standard with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Settings {
+    /// The original's (`fra31/auto-attack`): 100 iterations of APGD-CE, APGD-T and FAB-T,
+    /// Square's schedule not rescaled; torchattacks runs with crosscheck.py's
+    /// `--original-params`.
+    Original,
+    /// torchattacks 3.5.1's defaults (`torchattacks/attacks/autoattack.py`), as its users run
+    /// it: 10 iterations of APGD-CE, APGD-T and FAB-T, Square's schedule rescaled to its 5,000
+    /// queries; classwise runs the same settings.
+    Torchattacks,
+}
+
+impl Settings {
+    /// `original` or `torchattacks`.
+    fn name(self) -> &'static str {
+        match self {
+            Settings::Original => "original",
+            Settings::Torchattacks => "torchattacks",
+        }
+    }
+
+    /// The cascade's attacks with these settings.
+    fn steps(self) -> Vec<Step> {
+        let standard = AutoAttackSpec::version(Version::Standard).steps();
+        if self == Settings::Original {
+            return standard;
+        }
+        const ITERATIONS: usize = 10;
+        let step = |name: &str, attack: Box<dyn Attack>| Step {
+            name: name.to_string(),
+            attack,
+        };
+        vec![
+            step(
+                "apgd-ce",
+                Box::new(Apgd {
+                    iterations: ITERATIONS,
+                    ..Apgd::ce()
+                }),
+            ),
+            step(
+                "apgd-t",
+                Box::new(Apgd {
+                    iterations: ITERATIONS,
+                    ..Apgd::targeted()
+                }),
+            ),
+            step(
+                "fab-t",
+                Box::new(Fab {
+                    iterations: ITERATIONS,
+                    ..Fab::targeted()
+                }),
+            ),
+            step(
+                "square",
+                Box::new(Square {
+                    rescale_schedule: true,
+                    ..Square::autoattack()
+                }),
+            ),
+        ]
+    }
+}
 
 /// What the benchmark runs on.
 pub struct AaBench<'a> {
@@ -19,6 +89,10 @@ pub struct AaBench<'a> {
     pub batch_size: usize,
     /// Square with the model's full forward pass at every query instead of the window pass.
     pub no_window: bool,
+    /// The layout of the convolution kernels.
+    pub memory_format: MemoryFormat,
+    /// The attacks' parameters, on both sides.
+    pub settings: Settings,
     /// The crosscheck venv's interpreter: also time torchattacks.
     pub python: Option<&'a Path>,
     pub data_dir: Option<&'a Path>,
@@ -59,7 +133,8 @@ pub fn run(b: &AaBench<'_>) -> anyhow::Result<()> {
     let config =
         RunConfig::from_toml(&text).with_context(|| format!("{}", dir.config().display()))?;
     let device = config.device.device()?;
-    let mut model = dir.load_model(b.checkpoint, device)?;
+    let mut model =
+        crate::trainer_cli::load_eval_model(&dir, b.checkpoint, device, b.memory_format)?;
     model.set_window_forward(!b.no_window);
     let test_full = data::load(&config.data.source, Part::Test, b.data_dir)?;
     let indices = run::head_per_class_indices(&test_full, Some(b.test_per_class));
@@ -71,19 +146,21 @@ pub fn run(b: &AaBench<'_>) -> anyhow::Result<()> {
     let eps = &config.eval.eps;
     std::fs::create_dir_all(&b.out).with_context(|| format!("creating {}", b.out.display()))?;
     println!(
-        "AutoAttack standard at eps = {} on {} images ({} per class) of {} ({}), {} threads, \
-         Square's window forward pass {}",
+        "AutoAttack standard ({} settings) at eps = {} on {} images ({} per class) of {} ({}), {} threads, \
+         Square's window forward pass {}, kernels {}",
+        b.settings.name(),
         eps.text,
         test.len(),
         b.test_per_class,
         b.run.display(),
         b.checkpoint,
         tch::get_num_threads(),
-        if b.no_window { "off" } else { "on" }
+        if b.no_window { "off" } else { "on" },
+        b.memory_format.name()
     );
     let cascade = Cascade {
         label: spec.label().to_string(),
-        steps: spec.steps(),
+        steps: b.settings.steps(),
         eps: eps.value,
         batch_size: b.batch_size,
         seed: run::report_seed(&config) as u64,
@@ -110,6 +187,7 @@ pub fn run(b: &AaBench<'_>) -> anyhow::Result<()> {
                 python,
                 &weights,
                 &adv,
+                b.settings,
                 &b.out.join("torchattacks.json"),
             )?)
         }
@@ -123,6 +201,7 @@ fn torchattacks(
     python: &Path,
     weights: &Path,
     adv: &Path,
+    settings: Settings,
     json: &Path,
 ) -> anyhow::Result<CrossCheck> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/crosscheck/crosscheck.py");
@@ -132,7 +211,7 @@ fn torchattacks(
         .arg(weights)
         .arg("--adv")
         .arg(adv)
-        .arg("--original-params")
+        .args((settings == Settings::Original).then_some("--original-params"))
         .args(["--threads", &tch::get_num_threads().to_string()])
         .arg("--json")
         .arg(json)

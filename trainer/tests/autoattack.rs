@@ -360,6 +360,23 @@ fn square_schedule_and_side_are_the_references() {
     for (a, b) in p.iter().zip(expected) {
         assert!((a - b).abs() < 1e-15, "{p:?}");
     }
+    // torchattacks' rescaled schedule with 5,000 queries: query i counts as
+    // int(i / 5000 * 10000), i.e. 2i, except where f64 rounds below (6 → 11.999… → 11).
+    let rescaled = Square {
+        rescale_schedule: true,
+        ..Square::autoattack()
+    };
+    let got: Vec<f64> = [0, 5, 6, 25, 26, 100, 101, 4000, 4001, 4999]
+        .iter()
+        .map(|&i| rescaled.p_at(i))
+        .collect();
+    let want = [
+        0.8, 0.8, 0.4, 0.4, 0.2, 0.2, 0.1, 0.003125, 0.0015625, 0.0015625,
+    ];
+    for (a, b) in got.iter().zip(want) {
+        assert!((a - b).abs() < 1e-15, "{got:?}");
+    }
+    assert_eq!(Square::autoattack().p_at(4001), 0.00625);
     assert_eq!(side(0.8, 32, 32), 29); // round(√(0.8·1024)) = round(28.6)
     assert_eq!(side(0.8, 28, 28), 25);
     assert_eq!(side(1e-6, 32, 32), 1);

@@ -708,3 +708,102 @@ fn spec_json_round_trip_and_defaults() {
         assert!(ModelSpec::from_json(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn channels_last_kernels_change_only_the_layout() {
+    use classwise_trainer::model::MemoryFormat;
+    let cases = [
+        (preact(true), [3, 32, 32], None),
+        (
+            Architecture::ResNet18,
+            [3, 32, 32],
+            Some(Normalization::cifar10()),
+        ),
+        (wrn(10, 1), [3, 32, 32], None),
+        (Architecture::SmallCnnCifar, [3, 32, 32], None),
+        (Architecture::small_cnn(), [1, 28, 28], None),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (arch, shape, norm) in cases {
+        let name = arch.name();
+        let mut s = spec(arch, 10, shape);
+        s.normalization = norm;
+        let mut model = Model::new(&s, CPU, 8).unwrap();
+        // Non-zero last layer (TRADES' SmallCNN starts at zero) and BN statistics away from
+        // (0, 1), so that every layer shows in the logits and gradients.
+        let mut state = model.state();
+        for (n, t) in &mut state {
+            if n.starts_with("classifier.fc3.weight") {
+                *t = images(1, [1, 1, t.numel()], 5).reshape(t.size()) - 0.5;
+            }
+        }
+        model.load_state(&state).unwrap();
+        let _ = tch::no_grad(|| model.forward_t(&images(8, shape, 2), true));
+        let x = images(4, shape, 3);
+        let (logits, grad) = (
+            tch::no_grad(|| model.forward_t(&x, false)),
+            input_gradient(&model, shape),
+        );
+        let fingerprint = model.fingerprint().unwrap();
+        let before = dir.path().join(format!("{name}-before.safetensors"));
+        model.save(&before).unwrap();
+        assert_eq!(model.memory_format(), MemoryFormat::Contiguous, "{name}");
+
+        model.set_memory_format(MemoryFormat::ChannelsLast).unwrap();
+        assert_eq!(model.memory_format(), MemoryFormat::ChannelsLast, "{name}");
+        let kernels: Vec<Tensor> = model
+            .var_store()
+            .variables()
+            .into_values()
+            .filter(|v| v.dim() == 4 && v.size()[1] > 1)
+            .collect();
+        assert!(!kernels.is_empty(), "{name}");
+        for k in &kernels {
+            // The channel is the innermost dimension.
+            assert_eq!(k.stride()[1], 1, "{name}: {:?} {:?}", k.size(), k.stride());
+            // 1×1 kernels have the same memory in both layouts.
+            let spatial = k.size()[2] * k.size()[3];
+            assert!(spatial == 1 || !k.is_contiguous(), "{name}");
+        }
+        // The same variables (the store's handles see the new layout), the same values.
+        assert_eq!(model.fingerprint().unwrap(), fingerprint, "{name}");
+        let after = dir.path().join(format!("{name}-after.safetensors"));
+        model.save(&after).unwrap();
+        assert_eq!(
+            std::fs::read(&before).unwrap(),
+            std::fs::read(&after).unwrap(),
+            "{name}: the checkpoint is written in the same bytes"
+        );
+        // Only float rounding differs (oneDNN's summation order in the other layout).
+        let cl_logits = tch::no_grad(|| model.forward_t(&x, false));
+        let cl_grad = input_gradient(&model, shape);
+        let rel = |a: &Tensor, b: &Tensor| {
+            f64::try_from((a - b).abs().max()).unwrap()
+                / f64::try_from(b.abs().max()).unwrap().max(1e-12)
+        };
+        assert!(rel(&cl_logits, &logits) < 1e-4, "{name}: logits");
+        assert!(rel(&cl_grad, &grad) < 1e-3, "{name}: input gradient");
+
+        model.set_memory_format(MemoryFormat::Contiguous).unwrap();
+        assert_eq!(model.memory_format(), MemoryFormat::Contiguous, "{name}");
+        assert!(kernels.iter().all(Tensor::is_contiguous), "{name}");
+        let back = tch::no_grad(|| model.forward_t(&x, false));
+        assert!(
+            bit_equal(&back, &logits),
+            "{name}: back to NCHW, the same logits"
+        );
+    }
+}
+
+#[test]
+fn memory_formats_parse_by_name() {
+    use classwise_trainer::model::MemoryFormat;
+    for f in [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast] {
+        assert_eq!(f.name().parse::<MemoryFormat>().unwrap(), f);
+    }
+    let err = "nhwc".parse::<MemoryFormat>().unwrap_err();
+    assert!(
+        err.contains("`nhwc`") && err.contains("channels-last"),
+        "{err}"
+    );
+}

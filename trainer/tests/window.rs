@@ -4,7 +4,9 @@
 //! size; FAT's SmallCNN with padded convolutions and BN), for windows of every size and
 //! position, borders and corners included.
 
-use classwise_trainer::model::{Architecture, Classifier, Model, ModelSpec, Normalization, Window};
+use classwise_trainer::model::{
+    Architecture, Classifier, MemoryFormat, Model, ModelSpec, Normalization, Window,
+};
 use classwise_trainer::seed::seeded;
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
@@ -145,6 +147,32 @@ fn fat_small_cnn_with_padding_and_batch_norm_equals_the_full_pass() {
         Some(Normalization::cifar10()),
     );
     check(&m, shape, 1e-4);
+}
+
+#[test]
+fn with_channels_last_kernels_the_window_pass_equals_the_full_pass() {
+    // `classwise eval` lays the kernels out channels-last: the crops are then strided views of
+    // channels-last maps.
+    let cases = [
+        (
+            Architecture::SmallCnnCifar,
+            [3, 16, 16],
+            Some(Normalization::cifar10()),
+        ),
+        (
+            Architecture::SmallCnn {
+                zero_last_layer: false,
+            },
+            [2, 20, 20],
+            None,
+        ),
+    ];
+    for (arch, shape, norm) in cases {
+        let mut m = model(arch, shape, norm);
+        m.set_memory_format(MemoryFormat::ChannelsLast).unwrap();
+        assert_eq!(m.memory_format(), MemoryFormat::ChannelsLast);
+        check(&m, shape, 1e-4);
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Square Attack (Andriushchenko et al. 2020), the black-box part of AutoAttack, in ℓ∞, with
 //! the reference's details (`fra31/auto-attack:autoattack/square.py`, as AutoAttack runs it:
-//! 5,000 queries, p_init = 0.8, 1 restart, margin loss, no rescaling of the schedule):
+//! 5,000 queries, p_init = 0.8, 1 restart, margin loss, no rescaling of the schedule unless
+//! `rescale_schedule` asks for it, as torchattacks does by default):
 //!
 //! * start: x + ε_i·s with s = ±1 drawn per (point, channel, column): vertical stripes;
 //! * iteration i: a square of side max(round(√(p_i·H·W)), 1) (at most H, W) at one random
@@ -34,6 +35,11 @@ pub struct Square {
     /// p_init, the initial fraction of the image a square covers (0.8).
     pub p_init: f64,
     pub restarts: usize,
+    /// p's schedule rescaled to the query budget: query i counts as ⌊i / queries · 10,000⌋
+    /// (`rescale_schedule` of `p_selection`; torchattacks' default, while AutoAttack runs Square
+    /// without it).
+    #[serde(default)]
+    pub rescale_schedule: bool,
 }
 
 impl Square {
@@ -43,7 +49,19 @@ impl Square {
             queries: 5000,
             p_init: 0.8,
             restarts: 1,
+            rescale_schedule: false,
         }
+    }
+
+    /// p at query `i` (0-based): [`p_schedule`] of `i`, or with `rescale_schedule` of
+    /// ⌊i / queries · 10,000⌋ (computed in f64 as the reference's `int(it / n_queries * 10000)`).
+    pub fn p_at(&self, i: usize) -> f64 {
+        let it = if self.rescale_schedule {
+            (i as f64 / self.queries as f64 * 10000.0) as usize
+        } else {
+            i
+        };
+        p_schedule(self.p_init, it)
     }
 
     /// Checks the settings.
@@ -165,7 +183,7 @@ impl Square {
                     }
                 }
             }
-            let p = p_schedule(self.p_init, i);
+            let p = self.p_at(i);
             let s = side(p, h, w);
             let window = Window {
                 top: rand_below(h - s, device)?,

@@ -150,6 +150,40 @@ impl Model {
         self.window = on;
     }
 
+    /// Lays the convolution kernels (every 4-D variable) out in `format`, in place: the
+    /// variables keep their identity (`set_data`, as PyTorch's `module.to(memory_format=...)`),
+    /// so the variable store, the checkpoints (written contiguous) and the fingerprint are
+    /// unchanged. With channels-last kernels libtorch's oneDNN convolutions take and return
+    /// channels-last maps, which the ReLUs and max-pools keep: no reorder per call, and a
+    /// vectorised max-pool. The logits change only by float rounding.
+    pub fn set_memory_format(&mut self, format: MemoryFormat) -> Result<()> {
+        tch::no_grad(|| {
+            for (_, mut v) in self.vs.variables() {
+                if v.dim() == 4 {
+                    let laid = format.apply(&v);
+                    v.f_set_data(&laid)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The layout of the convolution kernels ([`Model::set_memory_format`]); a model without
+    /// 4-D variables reports [`MemoryFormat::Contiguous`].
+    pub fn memory_format(&self) -> MemoryFormat {
+        let kernels: Vec<Tensor> = self
+            .vs
+            .variables()
+            .into_values()
+            .filter(|v| v.dim() == 4)
+            .collect();
+        if !kernels.is_empty() && kernels.iter().all(MemoryFormat::is_channels_last) {
+            MemoryFormat::ChannelsLast
+        } else {
+            MemoryFormat::Contiguous
+        }
+    }
+
     /// The spec this model was built from.
     pub fn spec(&self) -> &ModelSpec {
         &self.spec
@@ -241,6 +275,67 @@ impl Classifier for Model {
             );
         }
         Some(WindowForward::new(ops, head, x))
+    }
+}
+
+/// The memory layout of 4-D tensors (PyTorch's `torch.memory_format`, which tch does not
+/// expose): `[N, C, H, W]` stored row-major (`Contiguous`), or with the channel innermost
+/// (`ChannelsLast`, i.e. stored as `[N, H, W, C]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemoryFormat {
+    /// NCHW, libtorch's default.
+    #[default]
+    Contiguous,
+    /// NHWC storage of an NCHW-shaped tensor.
+    ChannelsLast,
+}
+
+impl MemoryFormat {
+    /// The name used on the command line: `contiguous` or `channels-last`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryFormat::Contiguous => "contiguous",
+            MemoryFormat::ChannelsLast => "channels-last",
+        }
+    }
+
+    /// A copy of the 4-D tensor `t` laid out in this format (`t` itself when it already is).
+    pub fn apply(self, t: &Tensor) -> Tensor {
+        match self {
+            MemoryFormat::Contiguous => t.contiguous(),
+            MemoryFormat::ChannelsLast if Self::is_channels_last(t) => t.shallow_clone(),
+            MemoryFormat::ChannelsLast => {
+                t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2])
+            }
+        }
+    }
+
+    /// Whether the 4-D tensor `t` has channels-last strides, (H·W·C, 1, W·C, C), ignoring the
+    /// strides of dimensions of size 1 (with one channel both layouts are the same memory).
+    pub fn is_channels_last(t: &Tensor) -> bool {
+        let size = t.size();
+        if size.len() != 4 {
+            return false;
+        }
+        let want = [size[1] * size[2] * size[3], 1, size[3] * size[1], size[1]];
+        t.stride()
+            .iter()
+            .zip(want)
+            .zip(&size)
+            .all(|((&got, want), &n)| n == 1 || got == want)
+    }
+}
+
+impl std::str::FromStr for MemoryFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        [MemoryFormat::Contiguous, MemoryFormat::ChannelsLast]
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                format!("unknown memory format `{s}`: expected contiguous or channels-last")
+            })
     }
 }
 
