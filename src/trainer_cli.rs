@@ -129,10 +129,12 @@ pub struct EvalArgs {
     json: bool,
     /// Layout of the convolution kernels during the evaluation: channels-last (libtorch's
     /// oneDNN convolutions then skip a reorder per call and the max-pools vectorise: forward
-    /// passes about 25% faster here, backward passes unchanged) or contiguous (NCHW, as the
-    /// model trains). The numbers differ only by float rounding.
-    #[arg(long, default_value = "channels-last", value_parser = |s: &str| s.parse::<MemoryFormat>())]
-    memory_format: MemoryFormat,
+    /// passes about 25% faster here, backward passes unchanged; the numbers differ from
+    /// contiguous only by float rounding) or contiguous (NCHW, as the model trains) [default:
+    /// channels-last for AutoAttack, whose Square is bound by forward passes; contiguous
+    /// otherwise, so that `eval` with the run's attack reproduces the run's report exactly].
+    #[arg(long, value_parser = |s: &str| s.parse::<MemoryFormat>())]
+    memory_format: Option<MemoryFormat>,
 }
 
 #[derive(Args)]
@@ -251,7 +253,8 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
         anyhow::anyhow!("{}", e.in_section("eval")).context("--attack, --steps, --step or --inv-t")
     })?;
     let device = config.device.device()?;
-    let model = load_eval_model(dir, &a.checkpoint, device, a.memory_format)?;
+    let format = a.memory_format.unwrap_or_default();
+    let model = load_eval_model(dir, &a.checkpoint, device, format)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
     let (test, _) = test_subset(a, &config, &test_full)?;
     let report = classwise_trainer::seed::seeded(run::report_seed(&config), || {
@@ -362,7 +365,8 @@ fn autoattack(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<
     };
     spec.validate().context("--attacks")?;
     let device = config.device.device()?;
-    let model = load_eval_model(dir, &a.checkpoint, device, a.memory_format)?;
+    let format = a.memory_format.unwrap_or(MemoryFormat::ChannelsLast);
+    let model = load_eval_model(dir, &a.checkpoint, device, format)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
     let (test, indices) = test_subset(a, config, &test_full)?;
     let stem = eval_file_stem(a, &spec.describe(), &eval);
@@ -427,7 +431,8 @@ fn protocol(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<Ex
     );
     let eps = config.eval.eps.clone(); // with --eps applied by `eval`
     let device = config.device.device()?;
-    let model = load_eval_model(dir, &a.checkpoint, device, a.memory_format)?;
+    let format = a.memory_format.unwrap_or_default();
+    let model = load_eval_model(dir, &a.checkpoint, device, format)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
     let (test, _) = test_subset(a, config, &test_full)?;
     let (checkpoint, subset) = stem_parts(a);

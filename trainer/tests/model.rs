@@ -539,13 +539,13 @@ fn corrupt_or_foreign_files_are_errors() {
     assert!(states_equal(&model, &target));
 }
 
-#[test]
-fn input_gradients_flow_through_every_architecture() {
+/// One small model of every family, with a normalisation layer on two of them.
+fn every_architecture() -> Vec<(Architecture, [usize; 3], Option<Normalization>)> {
     let norm = Normalization {
         mean: vec![0.5],
         std: vec![0.25],
     };
-    let cases = [
+    vec![
         (preact(true), [3, 32, 32], None),
         (
             Architecture::ResNet18,
@@ -555,8 +555,12 @@ fn input_gradients_flow_through_every_architecture() {
         (wrn(10, 1), [3, 32, 32], None),
         (Architecture::SmallCnnCifar, [3, 32, 32], None),
         (Architecture::small_cnn(), [1, 28, 28], Some(norm)),
-    ];
-    for (arch, shape, norm) in cases {
+    ]
+}
+
+#[test]
+fn input_gradients_flow_through_every_architecture() {
+    for (arch, shape, norm) in every_architecture() {
         let mut s = spec(arch.clone(), 10, shape);
         s.normalization = norm;
         let mut model = Model::new(&s, CPU, 8).unwrap();
@@ -712,19 +716,8 @@ fn spec_json_round_trip_and_defaults() {
 #[test]
 fn channels_last_kernels_change_only_the_layout() {
     use classwise_trainer::model::MemoryFormat;
-    let cases = [
-        (preact(true), [3, 32, 32], None),
-        (
-            Architecture::ResNet18,
-            [3, 32, 32],
-            Some(Normalization::cifar10()),
-        ),
-        (wrn(10, 1), [3, 32, 32], None),
-        (Architecture::SmallCnnCifar, [3, 32, 32], None),
-        (Architecture::small_cnn(), [1, 28, 28], None),
-    ];
     let dir = tempfile::tempdir().unwrap();
-    for (arch, shape, norm) in cases {
+    for (arch, shape, norm) in every_architecture() {
         let name = arch.name();
         let mut s = spec(arch, 10, shape);
         s.normalization = norm;
