@@ -12,7 +12,7 @@ use classwise_trainer::eval::autoattack::{
     AutoAttackReport, AutoAttackSpec, Cascade, Step, Version,
 };
 use classwise_trainer::model::MemoryFormat;
-use classwise_trainer::run::{self, RunConfig, RunDir};
+use classwise_trainer::run::{self, RunDir};
 use serde::Deserialize;
 
 /// Which parameters both sides run AutoAttack standard with.
@@ -128,17 +128,13 @@ struct Robust {
 
 pub fn run(b: &AaBench<'_>) -> anyhow::Result<()> {
     let dir = RunDir(b.run.to_path_buf());
-    let text = std::fs::read_to_string(dir.config())
-        .with_context(|| format!("reading {}", dir.config().display()))?;
-    let config =
-        RunConfig::from_toml(&text).with_context(|| format!("{}", dir.config().display()))?;
+    let config = crate::trainer_cli::read_run_config(&dir)?;
     let device = config.device.device()?;
     let mut model =
         crate::trainer_cli::load_eval_model(&dir, b.checkpoint, device, b.memory_format)?;
     model.set_window_forward(!b.no_window);
     let test_full = data::load(&config.data.source, Part::Test, b.data_dir)?;
-    let indices = run::head_per_class_indices(&test_full, Some(b.test_per_class));
-    let test = test_full.subset(&indices)?;
+    let (test, indices) = crate::trainer_cli::head_subset(&test_full, Some(b.test_per_class))?;
     let spec = AutoAttackSpec {
         version: Version::Standard,
         attacks: None,

@@ -215,10 +215,7 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<ExitCode> {
 
 pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let dir = &RunDir(a.run.clone());
-    let text = std::fs::read_to_string(dir.config())
-        .with_context(|| format!("reading {}", dir.config().display()))?;
-    let mut config =
-        RunConfig::from_toml(&text).with_context(|| format!("{}", dir.config().display()))?;
+    let mut config = read_run_config(dir)?;
     if let Some(e) = &a.eps {
         config.eval.eps = run::Eps::parse(e)?;
     }
@@ -344,8 +341,24 @@ fn test_subset(
         Some(n) => Some(usize::try_from(n)?),
         None => config.data.test_per_class,
     };
+    head_subset(test_full, n)
+}
+
+/// The first `n` test images of each class in file order (all of them when `n` is `None`) and
+/// their indices in `test_full`.
+pub(crate) fn head_subset(
+    test_full: &data::Dataset,
+    n: Option<usize>,
+) -> anyhow::Result<(data::Dataset, Vec<i64>)> {
     let indices = run::head_per_class_indices(test_full, n);
     Ok((test_full.subset(&indices)?, indices))
+}
+
+/// The configuration a run directory was trained with (`<run>/config.toml`).
+pub(crate) fn read_run_config(dir: &RunDir) -> anyhow::Result<RunConfig> {
+    let text = std::fs::read_to_string(dir.config())
+        .with_context(|| format!("reading {}", dir.config().display()))?;
+    RunConfig::from_toml(&text).with_context(|| format!("{}", dir.config().display()))
 }
 
 /// `classwise eval --attack autoattack`: the cascade on the test subset, resumable from
