@@ -28,6 +28,12 @@ pub enum CoreError {
         epoch: usize,
     },
 
+    #[error("the rule `{rule}` needs {what} before the first epoch, but it was not measured")]
+    MissingInitial {
+        rule: &'static str,
+        what: &'static str,
+    },
+
     /// A `metrics.jsonl` line that is not JSON, or does not match its schema (`None` when the
     /// schema could not be read).
     #[error(

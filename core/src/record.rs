@@ -15,7 +15,7 @@
 //!   first lines' `images_per_second`.
 //! * Schema 2 ([`METRICS_SCHEMA`]): adds `schema`, `rule`, `fawa_test` and `averaging`; the plan
 //!   is a [`ClassPlan`] (separate weights of the natural and the boundary term, an optional
-//!   attack step).
+//!   attack step). Later schema-2 lines add the optional `rule_state`.
 //!
 //! A schema-1 line is converted as follows: `rule` is `uniform` (the only rule then); the plan
 //! keeps ε_k and β_k and its w_k becomes both the natural and the boundary weight (a factor of
@@ -98,6 +98,11 @@ pub struct EpochRecord {
     pub train_robust: Vec<f64>,
     /// The epoch's plan (at the full ε during an ε warm-up).
     pub plan: ClassPlan,
+    /// The class-wise rule's state after this epoch's observation
+    /// (`ClassRule::snapshot`: CFA's t_k, WAT's Hedge weights and last costs, FRL's
+    /// multipliers, CSL's weights); absent for the stateless rules and in older lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_state: Option<serde_json::Value>,
     /// The validation split, when evaluated this epoch.
     pub val: Option<SplitRecord>,
     /// The test subset, when evaluated this epoch.
@@ -289,6 +294,7 @@ impl EpochV1 {
                 boundary_weight: self.plan.weight,
                 step_size: None,
             },
+            rule_state: None,
             val: self.val,
             test: self.test,
             ema_test: self.ema_test,

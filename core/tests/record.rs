@@ -61,6 +61,7 @@ fn schema_2_record() -> EpochRecord {
             boundary_weight: vec![1.0; 3],
             step_size: Some(0.025),
         },
+        rule_state: None,
         val: Some(split()),
         test: Some(split()),
         ema_test: Some(split()),

@@ -3,13 +3,17 @@
 //! warm-ups, state round trips, errors and `[rule]` parsing.
 
 use approx::assert_abs_diff_eq;
-use classwise_core::rule::{CfaSettings, FrlSettings, WatSettings};
+use classwise_core::rule::{
+    Base, CfaSettings, ClassBetaSettings, CslSettings, FrlSettings, WatLossScale, WatSettings,
+};
 use classwise_core::{ClassPlan, ClassStats, CoreError, RuleConfig, RuleContext};
+use classwise_theory::calibration::WatNormalization;
 use classwise_theory::metrics::ClassErrors;
 
 /// Two classes, ε = 0.1, TRADES β = 6, attack step 0.025.
 fn ctx() -> RuleContext {
     RuleContext {
+        base: Base::Trades,
         n_classes: 2,
         eps: 0.1,
         beta: Some(6.0),
@@ -20,6 +24,7 @@ fn ctx() -> RuleContext {
 /// The same context without a β (AT, FAT, natural).
 fn ctx_without_beta() -> RuleContext {
     RuleContext {
+        base: Base::PgdAt,
         beta: None,
         ..ctx()
     }
@@ -251,12 +256,17 @@ fn rule_states_round_trip() {
         2,
     );
     assert_state_round_trips(
-        &RuleConfig::Wat(WatSettings { eta: 0.5 }),
+        &RuleConfig::Wat(WatSettings::new(0.5)),
         &[costs(&[1.0, 2.0, 1.5])],
         1,
     );
     assert_state_round_trips(
         &RuleConfig::Frl(FrlSettings::reweight_remargin(0, 40)),
+        &[errors_stats()],
+        1,
+    );
+    assert_state_round_trips(
+        &RuleConfig::Csl(CslSettings { gamma: 0.5 }),
         &[errors_stats()],
         1,
     );
@@ -302,7 +312,7 @@ fn rule_tables_parse_with_defaults() {
     );
     assert_eq!(
         parse("[rule]\nkind = \"wat\"\neta = 0.1\n").unwrap(),
-        RuleConfig::Wat(WatSettings { eta: 0.1 })
+        RuleConfig::Wat(WatSettings::new(0.1))
     );
     // FRL's defaults are hannxu123/fair_robust's (τ = α₁ = 0.05, α₂ = 0.2, lim 0.5, clamp 3).
     assert_eq!(
@@ -342,9 +352,7 @@ fn wat_by_hand(c: [f64; 3], eta: f64) -> [f64; 2] {
 
 #[test]
 fn wat_weights_follow_hedge_on_the_cumulative_costs() {
-    let mut rule = RuleConfig::Wat(WatSettings { eta: 0.5 })
-        .build(ctx())
-        .unwrap();
+    let mut rule = RuleConfig::Wat(WatSettings::new(0.5)).build(ctx()).unwrap();
     assert_eq!(rule.name(), "wat");
     assert!(rule.needs(0).val_costs);
     // Initial weights 1 (K + 1 of them): s_k = 2 for both classes, i.e. 1 after rescaling.
@@ -372,9 +380,7 @@ fn wat_weights_follow_hedge_on_the_cumulative_costs() {
 
 #[test]
 fn wat_needs_its_costs() {
-    let mut rule = RuleConfig::Wat(WatSettings { eta: 0.5 })
-        .build(ctx())
-        .unwrap();
+    let mut rule = RuleConfig::Wat(WatSettings::new(0.5)).build(ctx()).unwrap();
     let e = rule.observe(3, &train_robust(&[0.5, 0.5])).unwrap_err();
     assert!(
         matches!(
@@ -392,7 +398,7 @@ fn wat_needs_its_costs() {
         rule.observe(0, &costs(&[1.0, 2.0])).unwrap_err(),
         CoreError::LengthMismatch { .. }
     ));
-    let e = RuleConfig::Wat(WatSettings { eta: -0.1 })
+    let e = RuleConfig::Wat(WatSettings::new(-0.1))
         .build(ctx())
         .err()
         .unwrap();
@@ -513,11 +519,15 @@ fn frl_updates_from_epoch_begin_minus_one() {
 
 #[test]
 fn frl_settings_are_checked() {
-    let e = RuleConfig::Frl(FrlSettings::reweight_remargin(0, 40))
-        .build(ctx_without_beta())
-        .err()
-        .unwrap();
-    assert_eq!(invalid_field(e), "rule.kind");
+    // FRL is defined on the TRADES loss: PGD-AT (no β) and MART (a β, another loss) are refused.
+    for base in [Base::PgdAt, Base::Mart] {
+        let e = RuleConfig::Frl(FrlSettings::reweight_remargin(0, 40))
+            .build(RuleContext { base, ..ctx() })
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("trades for the `frl` rule"), "{e}");
+        assert_eq!(invalid_field(e), "train.method");
+    }
     let bad = |s: FrlSettings| invalid_field(RuleConfig::Frl(s).build(ctx()).err().unwrap());
     let rwrm = FrlSettings::reweight_remargin(0, 40);
     assert_eq!(bad(FrlSettings { lim: 1.0, ..rwrm }), "rule.lim");
@@ -535,5 +545,258 @@ fn frl_settings_are_checked() {
             ..rwrm
         }),
         "rule.eps_multiplier_max"
+    );
+}
+
+#[test]
+fn frl_observes_the_initial_model_when_it_starts_at_epoch_0() {
+    // FRL evaluates before every epoch, its pretrained start before epoch 1: with begin = 0 the
+    // plan of epoch 0 already carries the update of `frl_one_update_step_by_hand` (α₁ = 0.05
+    // for 1-based epoch 1).
+    let mut rule = RuleConfig::Frl(FrlSettings::reweight_remargin(0, 40))
+        .build(ctx())
+        .unwrap();
+    assert!(rule.needs_initial().val_errors);
+    rule.observe_initial(&errors_stats()).unwrap();
+    let p = rule.plan(0).unwrap();
+    assert_all_close(&p.natural_weight, &[0.995, 1.005], "natural_weight");
+    assert_all_close(&p.boundary_weight, &[0.9925, 1.0075], "boundary_weight");
+    assert_all_close(&p.eps, &[0.098, 0.1 * 0.03f64.exp()], "eps");
+    let e = rule.observe_initial(&ClassStats::default()).unwrap_err();
+    assert!(
+        matches!(e, CoreError::MissingInitial { rule: "frl", .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("before the first epoch"), "{e}");
+
+    // With plain TRADES epochs first (begin = 3) the initial model is not evaluated.
+    let mut later = RuleConfig::Frl(FrlSettings::reweight_remargin(3, 40))
+        .build(ctx())
+        .unwrap();
+    assert!(!later.needs_initial().any());
+    later.observe_initial(&errors_stats()).unwrap();
+    assert_eq!(later.plan(0).unwrap().natural_weight, [1.0, 1.0]);
+}
+
+/// The paper's normalisation by hand (K = 2, c[2] the average loss): w = softmax(η·c) (WAT
+/// eq. (12)), sample weight s_k = K·w_k + w_K (eq. (11) with class-mean losses), rescaled to
+/// class-mean 1 when `mean_one`.
+fn wat_paper_by_hand(c: [f64; 3], eta: f64, mean_one: bool) -> [f64; 2] {
+    let e = c.map(|x| (eta * x).exp());
+    let sum: f64 = e.iter().sum();
+    let w = e.map(|x| x / sum);
+    let s = [2.0 * w[0] + w[2], 2.0 * w[1] + w[2]];
+    let mean = if mean_one { (s[0] + s[1]) / 2.0 } else { 1.0 };
+    [s[0] / mean, s[1] / mean]
+}
+
+#[test]
+fn wat_paper_normalisation_and_loss_scales() {
+    let wat = |normalization, loss_scale| {
+        RuleConfig::Wat(WatSettings {
+            eta: 0.5,
+            normalization,
+            loss_scale,
+        })
+        .build(ctx())
+        .unwrap()
+    };
+    // As written, the code's first epoch is 2× TRADES (weights 1 + 1) and the paper's exactly
+    // TRADES (2·1/3 + 1/3).
+    let mut code_raw = wat(WatNormalization::Code, WatLossScale::AsWritten);
+    assert_eq!(code_raw.plan(0).unwrap().natural_weight, [2.0, 2.0]);
+    let mut paper_raw = wat(WatNormalization::Paper, WatLossScale::AsWritten);
+    assert_all_close(
+        &paper_raw.plan(0).unwrap().natural_weight,
+        &[1.0, 1.0],
+        "paper, epoch 0",
+    );
+    let mut paper = wat(WatNormalization::Paper, WatLossScale::ClassMeanOne);
+
+    let c = [1.0, 2.0, 1.5];
+    for rule in [&mut code_raw, &mut paper_raw, &mut paper] {
+        rule.observe(0, &costs(&c)).unwrap();
+    }
+    // Code, as written: w = 2·softmax(0.5·c) = 2·[e^0.5, e^1, e^0.75]/Σ; s_k = w_k + w_2.
+    let e = c.map(|x| (0.5 * x).exp());
+    let sum: f64 = e.iter().sum();
+    let code_s = [2.0 * (e[0] + e[2]) / sum, 2.0 * (e[1] + e[2]) / sum];
+    // The same numbers, evaluated independently (Python, math.exp).
+    assert_abs_diff_eq!(code_s[0], 1.161_542_096_780_604_5, epsilon = 1e-12);
+    assert_all_close(
+        &code_raw.plan(1).unwrap().natural_weight,
+        &code_s,
+        "code, as written",
+    );
+    let want = wat_paper_by_hand(c, 0.5, false);
+    assert_abs_diff_eq!(want[0], 0.835_046_260_980_767_8, epsilon = 1e-12);
+    assert_all_close(
+        &paper_raw.plan(1).unwrap().boundary_weight,
+        &want,
+        "paper, as written",
+    );
+    let want = wat_paper_by_hand(c, 0.5, true);
+    assert_all_close(
+        &paper.plan(1).unwrap().natural_weight,
+        &want,
+        "paper, mean one",
+    );
+    // The two normalisations differ beyond a scale: the code's average decision weighs K
+    // times more, so its class weights are closer to 1.
+    let code = wat_by_hand(c, 0.5);
+    assert!(
+        (code[1] - 1.0).abs() < (want[1] - 1.0).abs(),
+        "{code:?} {want:?}"
+    );
+    // The metrics line shows the Hedge weights and the last costs, not the history.
+    let snap = paper.snapshot().unwrap();
+    assert_eq!(snap["last_costs"], serde_json::json!(c));
+    let w: Vec<f64> = serde_json::from_value(snap["weights"].clone()).unwrap();
+    assert_all_close(&w, &e.map(|x| x / sum), "snapshot weights");
+    // Settings parse with the defaults and by name.
+    assert_eq!(
+        parse("[rule]\nkind = \"wat\"\neta = 0.5\nnormalization = \"paper\"\nloss_scale = \"as-written\"\n")
+            .unwrap(),
+        RuleConfig::Wat(WatSettings {
+            eta: 0.5,
+            normalization: WatNormalization::Paper,
+            loss_scale: WatLossScale::AsWritten,
+        })
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSL, class-wise β, and which rule fits which base
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn csl_moves_weights_by_the_robust_error_gap() {
+    let mut rule = RuleConfig::Csl(CslSettings { gamma: 0.5 })
+        .build(ctx())
+        .unwrap();
+    assert_eq!(rule.name(), "csl");
+    assert!(rule.needs(0).val_errors);
+    assert_eq!(rule.plan(0).unwrap(), uniform_plan(0.1, 6.0));
+    // Robust errors [0.15, 0.7], mean 0.425: w = 1 + 0.5·[−0.275, 0.275] = [0.8625, 1.1375],
+    // whose mean is already 1.
+    rule.observe(0, &errors_stats()).unwrap();
+    let p = rule.plan(1).unwrap();
+    assert_all_close(&p.natural_weight, &[0.8625, 1.1375], "natural_weight");
+    assert_all_close(&p.boundary_weight, &[0.8625, 1.1375], "boundary_weight");
+    assert_eq!((p.eps, p.beta), (vec![0.1, 0.1], vec![6.0, 6.0]));
+    // A second step from there: [0.725, 1.275].
+    rule.observe(1, &errors_stats()).unwrap();
+    assert_all_close(
+        &rule.plan(2).unwrap().natural_weight,
+        &[0.725, 1.275],
+        "second",
+    );
+    // γ = 4: 1 − 4·0.275 < 0 clips to 0 and the other class takes the whole mass 2.
+    let mut steep = RuleConfig::Csl(CslSettings { gamma: 4.0 })
+        .build(ctx())
+        .unwrap();
+    steep.observe(0, &errors_stats()).unwrap();
+    assert_all_close(
+        &steep.plan(1).unwrap().natural_weight,
+        &[0.0, 2.0],
+        "clipped",
+    );
+    let e = steep.observe(1, &train_robust(&[0.5, 0.5])).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CoreError::Missing {
+                rule: "csl",
+                epoch: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = RuleConfig::Csl(CslSettings { gamma: -1.0 })
+        .build(ctx())
+        .err()
+        .unwrap();
+    assert_eq!(invalid_field(e), "rule.gamma");
+}
+
+#[test]
+fn class_beta_plans_the_given_vector() {
+    // Tian et al.'s experiment, on two classes: β = [6, 0.5].
+    let settings = ClassBetaSettings {
+        beta: vec![6.0, 0.5],
+    };
+    let mut rule = RuleConfig::ClassBeta(settings.clone())
+        .build(ctx())
+        .unwrap();
+    for epoch in [0, 5] {
+        let p = rule.plan(epoch).unwrap();
+        assert_eq!(p.beta, [6.0, 0.5]);
+        assert_eq!(
+            p,
+            ClassPlan {
+                beta: vec![6.0, 0.5],
+                ..uniform_plan(0.1, 6.0)
+            }
+        );
+    }
+    assert_eq!(
+        parse("[rule]\nkind = \"class-beta\"\nbeta = [6.0, 0.5]\n").unwrap(),
+        RuleConfig::ClassBeta(settings)
+    );
+    let bad = |beta: Vec<f64>, c: RuleContext| {
+        invalid_field(
+            RuleConfig::ClassBeta(ClassBetaSettings { beta })
+                .build(c)
+                .err()
+                .unwrap(),
+        )
+    };
+    let e = RuleConfig::ClassBeta(ClassBetaSettings { beta: vec![6.0] })
+        .build(ctx())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, CoreError::LengthMismatch { what, expected: 2, got: 1 } if what == "rule.beta"),
+        "{e:?}"
+    );
+    assert_eq!(bad(vec![6.0, -1.0], ctx()), "rule.beta");
+    assert_eq!(bad(vec![6.0, 0.5], ctx_without_beta()), "rule.kind");
+}
+
+#[test]
+fn rules_refuse_bases_their_papers_do_not_define_them_on() {
+    let on = |base: Base, rule: RuleConfig| {
+        let beta = matches!(base, Base::Trades | Base::Mart | Base::Bat).then_some(6.0);
+        rule.build(RuleContext {
+            base,
+            beta,
+            ..ctx()
+        })
+    };
+    let wat = || RuleConfig::Wat(WatSettings::new(0.1));
+    let csl = || RuleConfig::Csl(CslSettings { gamma: 0.05 });
+    // WAT's costs are TRADES losses.
+    for base in [Base::PgdAt, Base::Fat, Base::Mart, Base::Bat, Base::Natural] {
+        let e = on(base, wat()).err().unwrap();
+        assert!(e.to_string().contains(base.name()), "{e}");
+        assert_eq!(invalid_field(e), "train.method");
+    }
+    // CCM and CSL need a training attack; CCM composes with every adversarial base, CCR with
+    // every base that has a β.
+    for rule in [cfa(0.5, 0, false), csl()] {
+        let e = on(Base::Natural, rule).err().unwrap();
+        assert!(e.to_string().contains("training attack"), "{e}");
+    }
+    for base in [Base::PgdAt, Base::Trades, Base::Fat, Base::Mart, Base::Bat] {
+        on(base, cfa(0.5, 0, false)).unwrap();
+        on(base, csl()).unwrap();
+    }
+    for base in [Base::Trades, Base::Mart, Base::Bat] {
+        on(base, cfa(0.3, 0, true)).unwrap();
+    }
+    assert_eq!(
+        invalid_field(on(Base::Fat, cfa(0.3, 0, true)).err().unwrap()),
+        "rule.ccr"
     );
 }

@@ -353,7 +353,9 @@ fn multiclass_figures_plot_the_runs() {
     let costs: Vec<Vec<f64>> = wat.history.iter().map(|h| h.val_costs.clone()).collect();
     for e in 0..QUICK_EPOCHS {
         let w = wat_weights_from_history(&costs[..e], k, 0.1, WatNormalization::Code).unwrap();
-        let s: Vec<f64> = (0..k).map(|c| wat_sample_weight(&w, c).unwrap()).collect();
+        let s: Vec<f64> = (0..k)
+            .map(|c| wat_sample_weight(&w, c, WatNormalization::Code).unwrap())
+            .collect();
         let mean = s.iter().sum::<f64>() / k as f64;
         for (c, v) in s.iter().enumerate() {
             assert_relative_eq!(budgets.wat_weight[c][e], v / mean, epsilon = 1e-12);

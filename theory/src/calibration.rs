@@ -360,9 +360,11 @@ pub fn ema_action(epoch: usize, start_epoch: usize, alpha: f64) -> Result<Averag
 ///
 /// In both conventions the **average-loss decision is the last entry (index K)**, as in the
 /// reference code; the paper indexes it as k = 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum WatNormalization {
     /// Reference code: initial weights all 1; afterwards w = K·softmax(η·Σc), summing to K.
+    #[default]
     Code,
     /// Paper eq. (12) / Algorithm 1: initial weights 1/(K+1); afterwards softmax, summing to 1.
     Paper,
@@ -488,10 +490,25 @@ pub fn wat_validation_costs(
     Ok(costs)
 }
 
-/// Effective weight of a sample of class `class` in WAT's training loss: w_class + w_K (the
-/// average-loss decision adds uniform mass; `train` in
-/// `boqili/WAT:worst_class_adversarial_train.py`).
-pub fn wat_sample_weight(weights: &[f64], class: usize) -> Result<f64> {
+/// Effective weight of a sample of class `class` in WAT's training loss, relative to the mean
+/// loss (1/B)·Σ_i ℓ_i of a class-balanced batch of B samples:
+///
+/// * [`WatNormalization::Code`]: w_class + w_K. The reference code adds (1/B)·Σ_i w_{y_i}·ℓ_i to
+///   w_K times the batch's mean TRADES loss (`train` in
+///   `boqili/WAT:worst_class_adversarial_train.py`), so the average-loss decision adds uniform
+///   mass; with its initial all-ones weights the first epoch is 2× TRADES.
+/// * [`WatNormalization::Paper`]: K·w_class + w_K. WAT eq. (11) steps along Σ_{k=0}^{K} w_k·∇L_k
+///   with L_k the mean training loss of class k; on a class-balanced batch a class holds B/K
+///   samples, so L_k = (K/B)·Σ_{i∈k} ℓ_i. With the initial weights 1/(K+1) this is exactly
+///   TRADES.
+///
+/// The two differ by more than a scale: relative to the class terms, the code weighs the
+/// average-loss decision K times more than the paper does.
+pub fn wat_sample_weight(
+    weights: &[f64],
+    class: usize,
+    normalization: WatNormalization,
+) -> Result<f64> {
     if weights.len() < 2 {
         return Err(TheoryError::LengthMismatch {
             what: "weights (K + 1 decisions, K >= 1)",
@@ -508,7 +525,10 @@ pub fn wat_sample_weight(weights: &[f64], class: usize) -> Result<f64> {
             problem: "is out of range",
         });
     }
-    Ok(weights[class] + weights[k])
+    Ok(match normalization {
+        WatNormalization::Code => weights[class] + weights[k],
+        WatNormalization::Paper => k as f64 * weights[class] + weights[k],
+    })
 }
 
 /// WAT Algorithm 1's output rule (garbled as printed), read as

@@ -601,9 +601,31 @@ fn wat_weights_small() {
         wat_initial_weights(2, WatNormalization::Paper).unwrap(),
         vec![1.0 / 3.0; 3]
     );
-    // sample weight = w_y + w_K: 1.2 + 0.4 = 1.6
-    assert_abs_diff_eq!(wat_sample_weight(&k, 1).unwrap(), 1.6, epsilon = 1e-15);
-    assert!(wat_sample_weight(&k, 2).is_err());
+    // code sample weight = w_y + w_K: 1.2 + 0.4 = 1.6
+    assert_abs_diff_eq!(
+        wat_sample_weight(&k, 1, WatNormalization::Code).unwrap(),
+        1.6,
+        epsilon = 1e-15
+    );
+    assert!(wat_sample_weight(&k, 2, WatNormalization::Code).is_err());
+    // paper: K·w_y + w_K = 2 × 0.6 + 0.2 = 1.4 (class 1), 2 × 0.2 + 0.2 = 0.6 (class 0); with the
+    // initial 1/3 each: 2/3 + 1/3 = 1 (exactly TRADES).
+    assert_abs_diff_eq!(
+        wat_sample_weight(&p, 1, WatNormalization::Paper).unwrap(),
+        1.4,
+        epsilon = 1e-15
+    );
+    assert_abs_diff_eq!(
+        wat_sample_weight(&p, 0, WatNormalization::Paper).unwrap(),
+        0.6,
+        epsilon = 1e-15
+    );
+    let p0 = wat_initial_weights(2, WatNormalization::Paper).unwrap();
+    assert_abs_diff_eq!(
+        wat_sample_weight(&p0, 0, WatNormalization::Paper).unwrap(),
+        1.0,
+        epsilon = 1e-15
+    );
     // η = 0: uniform
     assert_eq!(
         wat_weights(&[5.0, 1.0, 2.0], 0.0, WatNormalization::Paper).unwrap(),

@@ -411,6 +411,18 @@ fn assert_the_rule_acts(r: &RunReport) {
                 s.begin
             );
         }
+        RuleConfig::Csl(_) => {
+            uniform_before(1);
+            assert!(
+                r.history[1..]
+                    .iter()
+                    .all(|h| !all_equal(&h.plan.natural_weight)),
+                "{label}: uniform CSL weights"
+            );
+        }
+        RuleConfig::ClassBeta(ref s) => {
+            assert!(r.history.iter().all(|h| h.plan.beta == s.beta), "{label}");
+        }
         RuleConfig::Wat(_) => {
             uniform_before(1);
             assert!(
@@ -519,7 +531,7 @@ fn bad_configurations_are_errors_naming_the_field() {
             })
         }),
         ("rule.eta", |c| {
-            c.rule = RuleConfig::Wat(WatSettings { eta: -1.0 })
+            c.rule = RuleConfig::Wat(WatSettings::new(-1.0))
         }),
         ("rule.kind", |c| {
             c.base = Base::PgdAt;

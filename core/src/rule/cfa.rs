@@ -72,6 +72,9 @@ impl Cfa {
     pub fn new(s: CfaSettings, ctx: RuleContext) -> Result<Self> {
         non_negative("rule.lambda1", s.lambda1)?;
         non_negative("rule.lambda2", s.lambda2)?;
+        if s.ccm {
+            ctx.require_adversarial("cfa", "CCM's class budget ε_k (CFA eq. (6))")?;
+        }
         if s.ccr {
             ctx.require_beta("rule.ccr", "true")?;
         }

@@ -7,7 +7,7 @@ use classwise_theory::calibration::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ClassRule, RuleContext, parse_state, to_state};
+use super::{Base, ClassRule, RuleContext, parse_state, to_state};
 use crate::error::{CoreError, Result, invalid, non_negative};
 use crate::plan::{ClassPlan, ClassStats, Needs};
 
@@ -31,7 +31,10 @@ pub struct FrlSettings {
     pub eps_multiplier_max: f64,
     /// α₁ halves every `halve_every` epochs.
     pub halve_every: usize,
-    /// First 0-based epoch trained with FRL weights (the epochs before are plain TRADES).
+    /// First 0-based epoch trained with FRL weights (the epochs before are plain TRADES). With
+    /// 0 (the default), the multipliers of epoch 0 come from the initial model's validation
+    /// errors, as FRL evaluates its pretrained start before its first epoch (`frl_train` in
+    /// `hannxu123/fair_robust:utils_frl.py`); start from a trained run with `init_from`.
     #[serde(default)]
     pub begin: usize,
 }
@@ -86,9 +89,9 @@ impl FrlSettings {
 /// The FRL rule.
 ///
 /// The reference code normalises the weights per batch (Σ_i w_{y_i}·CE_i / Σ_i w_{y_i}); here
-/// the per-class weights are K·w_y, the same in expectation on a class-balanced batch. The
-/// multipliers are updated after each epoch from epoch `begin − 1` on (FRL evaluates before each
-/// epoch).
+/// the per-class weights are K·w_y, the same in expectation on a class-balanced batch. FRL
+/// evaluates before each epoch: the multipliers of 0-based epoch e come from the validation
+/// errors measured after epoch e − 1 (of the initial model for e = 0), from e = `begin` on.
 pub struct Frl {
     ctx: RuleContext,
     settings: FrlSettings,
@@ -99,6 +102,12 @@ pub struct Frl {
 
 impl Frl {
     pub fn new(s: FrlSettings, ctx: RuleContext) -> Result<Self> {
+        ctx.require_base(
+            "frl",
+            &[Base::Trades],
+            "FRL's constraints weigh the natural and boundary terms of the TRADES loss (Xu et al. \
+             2021, §4)",
+        )?;
         let beta = ctx.require_beta("rule.kind", "frl")?;
         for (name, v) in [
             ("rule.tau1", s.tau1),
@@ -131,6 +140,37 @@ impl Frl {
     }
 }
 
+impl Frl {
+    /// The multiplier update FRL runs before 0-based epoch `next` (`frl_train` in
+    /// `hannxu123/fair_robust:utils_frl.py`), from the validation errors in `stats`.
+    fn update(&mut self, next: usize, stats: &ClassStats) -> Result<()> {
+        let e = stats.val_errors.as_ref().ok_or(if next == 0 {
+            CoreError::MissingInitial {
+                rule: "frl",
+                what: "the initial model's validation standard and boundary errors",
+            }
+        } else {
+            CoreError::Missing {
+                rule: "frl",
+                what: "the validation standard and boundary errors",
+                epoch: next - 1,
+            }
+        })?;
+        let (g0, g1) = frl_violations(
+            &e.standard,
+            &e.boundary,
+            e.overall_standard,
+            e.overall_boundary,
+            self.config.tau1,
+            self.config.tau2,
+        )?;
+        // The rate in force for (1-based) training epoch next + 1.
+        let rate = frl_rate1(self.config.alpha1, next + 1, self.config.halve_every)?;
+        self.multipliers = frl_update(&self.config, &self.multipliers, &g0, &g1, rate)?;
+        Ok(())
+    }
+}
+
 impl ClassRule for Frl {
     fn name(&self) -> &'static str {
         "frl"
@@ -155,6 +195,20 @@ impl ClassRule for Frl {
         })
     }
 
+    fn needs_initial(&self) -> Needs {
+        Needs {
+            val_errors: self.settings.begin == 0,
+            ..Needs::default()
+        }
+    }
+
+    fn observe_initial(&mut self, stats: &ClassStats) -> Result<()> {
+        if self.settings.begin == 0 {
+            self.update(0, stats)?;
+        }
+        Ok(())
+    }
+
     fn needs(&self, epoch: usize) -> Needs {
         Needs {
             val_errors: epoch + 1 >= self.settings.begin,
@@ -166,23 +220,7 @@ impl ClassRule for Frl {
         if epoch + 1 < self.settings.begin {
             return Ok(());
         }
-        let e = stats.val_errors.as_ref().ok_or(CoreError::Missing {
-            rule: "frl",
-            what: "the validation standard and boundary errors",
-            epoch,
-        })?;
-        let (g0, g1) = frl_violations(
-            &e.standard,
-            &e.boundary,
-            e.overall_standard,
-            e.overall_boundary,
-            self.config.tau1,
-            self.config.tau2,
-        )?;
-        // The rate in force for the next (1-based: epoch + 2) training epoch.
-        let rate = frl_rate1(self.config.alpha1, epoch + 2, self.config.halve_every)?;
-        self.multipliers = frl_update(&self.config, &self.multipliers, &g0, &g1, rate)?;
-        Ok(())
+        self.update(epoch + 1, stats)
     }
 
     fn state(&self) -> Result<serde_json::Value> {

@@ -14,17 +14,27 @@
 //! * [`Uniform`]: the baselines (the same plan every epoch);
 //! * [`Cfa`]: CCM (CFA eq. (6)) and CCR (eqs. (7)-(8));
 //! * [`Wat`]: Hedge weights over the K + 1 validation costs (WAT eq. (12));
-//! * [`Frl`]: FRL's reweighting and remargin multipliers (Xu et al. 2021).
+//! * [`Frl`]: FRL's reweighting and remargin multipliers (Xu et al. 2021);
+//! * [`Csl`]: cost-sensitive class weights from the validation robust errors (WAT's CSL
+//!   baseline, a reconstruction);
+//! * [`ClassBeta`]: a fixed β per class (Tian et al. 2021, eq. (5)).
+//!
+//! Which rule fits which base objective is decided here, once, from [`RuleContext::base`]:
+//! a rule refuses a base its paper does not define it on, with a message naming both.
 
 mod cfa;
+mod class_beta;
+mod csl;
 mod frl;
 mod uniform;
 mod wat;
 
 pub use cfa::{Cfa, CfaSettings};
+pub use class_beta::{ClassBeta, ClassBetaSettings};
+pub use csl::{Csl, CslSettings};
 pub use frl::{Frl, FrlSettings};
 pub use uniform::Uniform;
-pub use wat::{Wat, WatSettings};
+pub use wat::{Wat, WatLossScale, WatSettings};
 
 use serde::{Deserialize, Serialize};
 
@@ -33,10 +43,20 @@ use crate::plan::{ClassPlan, ClassStats, Needs};
 
 /// A class-wise rule (see the module docs).
 pub trait ClassRule: Send {
-    /// The rule's name (`uniform`, `cfa`, `wat`, `frl`).
+    /// The rule's name (`uniform`, `cfa`, `wat`, `frl`, `csl`, `class-beta`).
     fn name(&self) -> &'static str;
     /// The plan of 0-based epoch `epoch`.
     fn plan(&mut self, epoch: usize) -> Result<ClassPlan>;
+    /// The validation statistics [`ClassRule::observe_initial`] needs from the initial model,
+    /// before the first epoch (FRL evaluates its starting model before epoch 1).
+    fn needs_initial(&self) -> Needs {
+        Needs::default()
+    }
+    /// What was measured on the initial model (only the validation statistics
+    /// [`ClassRule::needs_initial`] asked for; `train_robust` is empty).
+    fn observe_initial(&mut self, _stats: &ClassStats) -> Result<()> {
+        Ok(())
+    }
     /// The validation statistics [`ClassRule::observe`] needs after 0-based epoch `epoch`.
     fn needs(&self, _epoch: usize) -> Needs {
         Needs::default()
@@ -47,11 +67,55 @@ pub trait ClassRule: Send {
     fn state(&self) -> Result<serde_json::Value>;
     /// Restores [`ClassRule::state`].
     fn restore(&mut self, state: &serde_json::Value) -> Result<()>;
+    /// The rule's current per-class state for the metrics line (`rule_state` in
+    /// `metrics.jsonl`): by default [`ClassRule::state`]; rules whose state grows with the run
+    /// (WAT's cost history) report what they currently decide from instead.
+    fn snapshot(&self) -> Result<serde_json::Value> {
+        self.state()
+    }
+}
+
+/// The base objective a rule is applied to (what its plan's entries act on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Base {
+    /// Natural training: no attack, no β.
+    Natural,
+    /// PGD-AT (Madry et al.): CE on x'.
+    PgdAt,
+    /// TRADES: CE on x plus β·KL(p(x) ‖ p(x')).
+    Trades,
+    /// FAT: CE on early-stopped x̃.
+    Fat,
+    /// MART: boosted CE on x' plus β·(1 − p_y)·KL.
+    Mart,
+    /// BAT: CE on x_c plus β·KL on x_a plus α times the uniform-KL terms.
+    Bat,
+}
+
+impl Base {
+    pub fn name(self) -> &'static str {
+        match self {
+            Base::Natural => "natural",
+            Base::PgdAt => "pgd-at",
+            Base::Trades => "trades",
+            Base::Fat => "fat",
+            Base::Mart => "mart",
+            Base::Bat => "bat",
+        }
+    }
+
+    /// Whether the base trains on attacked inputs (so that a class budget ε_k means something).
+    pub fn is_adversarial(self) -> bool {
+        self != Base::Natural
+    }
 }
 
 /// What every rule shares with the run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RuleContext {
+    /// The base objective the rule's plan acts on.
+    pub base: Base,
     pub n_classes: usize,
     /// The training budget ε before any class-wise change.
     pub eps: f64,
@@ -85,15 +149,43 @@ impl RuleContext {
             invalid(
                 field,
                 rule,
-                "an objective with a trade-off β (TRADES): this rule is defined on the TRADES \
-                 loss",
+                format!(
+                    "an objective with a trade-off β (TRADES, MART, BAT), not {}",
+                    self.base.name()
+                ),
             )
         })
+    }
+
+    /// An error when the base is not one of `bases` (the ones `rule`'s paper defines it
+    /// on; `why` says what it needs from them).
+    fn require_base(&self, rule: &str, bases: &[Base], why: &str) -> Result<()> {
+        if bases.contains(&self.base) {
+            return Ok(());
+        }
+        let names: Vec<&str> = bases.iter().map(|b| b.name()).collect();
+        Err(invalid(
+            "train.method",
+            self.base.name(),
+            format!("{} for the `{rule}` rule: {why}", names.join(" or ")),
+        ))
+    }
+
+    /// An error when the base trains without an attack (`what` is the rule's per-class budget).
+    fn require_adversarial(&self, rule: &str, what: &str) -> Result<()> {
+        if self.base.is_adversarial() {
+            return Ok(());
+        }
+        Err(invalid(
+            "train.method",
+            "natural",
+            format!("an adversarial method for the `{rule}` rule: {what} needs a training attack"),
+        ))
     }
 }
 
 /// The rule of a run and its settings, as written in a run configuration (`[rule]` with
-/// `kind = "uniform" | "cfa" | "wat" | "frl"`).
+/// `kind = "uniform" | "cfa" | "wat" | "frl" | "csl" | "class-beta"`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum RuleConfig {
@@ -103,6 +195,8 @@ pub enum RuleConfig {
     Cfa(CfaSettings),
     Wat(WatSettings),
     Frl(FrlSettings),
+    Csl(CslSettings),
+    ClassBeta(ClassBetaSettings),
 }
 
 impl RuleConfig {
@@ -112,6 +206,8 @@ impl RuleConfig {
             RuleConfig::Cfa(_) => "cfa",
             RuleConfig::Wat(_) => "wat",
             RuleConfig::Frl(_) => "frl",
+            RuleConfig::Csl(_) => "csl",
+            RuleConfig::ClassBeta(_) => "class-beta",
         }
     }
 
@@ -123,6 +219,8 @@ impl RuleConfig {
             RuleConfig::Cfa(s) => Box::new(Cfa::new(*s, ctx)?),
             RuleConfig::Wat(s) => Box::new(Wat::new(*s, ctx)?),
             RuleConfig::Frl(s) => Box::new(Frl::new(*s, ctx)?),
+            RuleConfig::Csl(s) => Box::new(Csl::new(*s, ctx)?),
+            RuleConfig::ClassBeta(s) => Box::new(ClassBeta::new(s, ctx)?),
         })
     }
 }

@@ -57,6 +57,17 @@ impl Base {
     }
 
     /// The TRADES β, if the base is TRADES.
+    /// The base as the class-wise rules know it (which rules fit it).
+    pub fn kind(&self) -> classwise_core::rule::Base {
+        use classwise_core::rule::Base as Kind;
+        match self {
+            Base::Natural => Kind::Natural,
+            Base::PgdAt => Kind::PgdAt,
+            Base::Trades { .. } => Kind::Trades,
+            Base::Fat { .. } => Kind::Fat,
+        }
+    }
+
     pub fn trades_beta(&self) -> Option<f64> {
         match *self {
             Base::Trades { beta } => Some(beta),

@@ -139,6 +139,27 @@ pub struct TrainConfig {
     /// trains at ε from the first batch, as the papers do.
     #[serde(default)]
     pub eps_warmup_epochs: usize,
+    /// Start from another run's weights instead of a fresh initialisation (FRL fine-tunes a
+    /// pretrained robust model, `hannxu123/fair_robust:frlrw.py`). Read once, when the run
+    /// starts; a resumed run continues from its own checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_from: Option<InitFrom>,
+}
+
+/// The weights a run starts from (`[train] init_from`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitFrom {
+    /// A run directory, or a model `.safetensors` file; a relative path is taken from the
+    /// directory `classwise train` runs in.
+    pub path: std::path::PathBuf,
+    /// Of a run directory: `last` (the default), `best` or `ema`.
+    #[serde(default = "last_checkpoint")]
+    pub checkpoint: String,
+}
+
+fn last_checkpoint() -> String {
+    "last".to_owned()
 }
 
 impl TrainConfig {
@@ -342,22 +363,16 @@ impl RunConfig {
             .validate()
             .map_err(|e| e.in_section("eval"))?;
         crate::eval::protocol::validate(&self.eval.protocol)?;
-        self.rule.build(self.rule_context(classes))?;
-        let needs = self.needs();
-        if (needs.val_accuracy || needs.val_errors || needs.val_costs)
-            && self.data.split == SplitSpec::none()
-        {
+        let rule = self.rule.build(self.rule_context(classes))?;
+        let needs = self
+            .needs()
+            .or(rule.needs_initial())
+            .or(rule.needs(self.epochs - 1));
+        if needs.any() && self.data.split == SplitSpec::none() {
             return Err(invalid(
                 "data.split",
                 "none",
                 "a validation split: the rule, [fawa] or [select] measure on it every epoch",
-            ));
-        }
-        if needs.val_costs && !matches!(self.train.method, Method::Trades(_)) {
-            return Err(invalid(
-                "train.method",
-                self.train.method.name(),
-                "trades: WAT's validation costs are TRADES losses",
             ));
         }
         Ok(())
@@ -368,6 +383,7 @@ impl RunConfig {
         let objective = self.train.method.objective();
         let eps = self.train.eps.value;
         RuleContext {
+            base: self.train.method.base(),
             n_classes,
             eps,
             beta: objective.uses_beta().then_some(self.train.beta),

@@ -5,6 +5,8 @@
 //! * `env.json`: one entry per session (git SHA, crate, tch and libtorch versions, device,
 //!   threads, seed);
 //! * `split.json`: the validation split and the train/val/test indices actually used;
+//! * `init.json`: with `[train] init_from`, the run or file the weights came from and their
+//!   fingerprint;
 //! * `metrics.jsonl`: one flushed JSON line per epoch
 //!   ([`EpochRecord`](classwise_core::record::EpochRecord), versioned by
 //!   [`METRICS_SCHEMA`](classwise_core::record::METRICS_SCHEMA), which the figures read back);
@@ -209,6 +211,10 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             every: config.checkpoint.every,
         }),
     ];
+    if let (None, Some(init)) = (&resume_state, &config.train.init_from) {
+        let record = load_init(&mut model, init, device)?;
+        write_json(&dir.0.join("init.json"), "initial weights", &record)?;
+    }
     let mut start = 0;
     // The raw track's best score so far (its selector keeps it), from the last state written.
     let mut best = None;
@@ -239,6 +245,31 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     // Hold libtorch's process-global generator from here to the report, so that no other thread
     // draws from it between a reseed and its use; it is reseeded before every batch.
     crate::seed::seeded(config.seed as i64, || -> Result<RunSummary> {
+        // A rule that decides the first epoch from the initial model (FRL) observes it once, at
+        // the start of a fresh run; a resumed run restored that decision with the rule's state.
+        let initial = rule.needs_initial();
+        if start == 0 && initial.any() {
+            let val = val_eval.as_ref().ok_or_else(|| {
+                invalid(
+                    "data.split",
+                    "none",
+                    format!(
+                        "a validation split: the `{}` rule measures on it",
+                        rule.name()
+                    ),
+                )
+            })?;
+            tch::manual_seed(seeds::initial_seed(config.seed));
+            let e = evaluate_on(&model, val, config, device)?;
+            let v = split_record(&e);
+            rule.observe_initial(&ClassStats {
+                train_robust: Vec::new(),
+                val_clean: Some(v.clean),
+                val_robust: Some(v.robust),
+                val_errors: Some(e.errors),
+                val_costs: None,
+            })?;
+        }
         for epoch in start..end {
             let t0 = Instant::now();
             let lr = config.schedule.lr(epoch);
@@ -343,6 +374,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 train_loss: stats.mean_loss,
                 train_robust: stats.train_robust,
                 plan,
+                rule_state: Some(rule.snapshot()?).filter(|v| !v.is_null()),
                 val,
                 test,
                 ema_test: None,
@@ -430,6 +462,68 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             best,
             completed_epochs,
         })
+    })
+}
+
+/// `init.json`: the weights a run started from.
+#[derive(Serialize)]
+struct InitRecord {
+    /// `[train] init_from` as configured.
+    #[serde(flatten)]
+    from: config::InitFrom,
+    /// The model file read (`None` for `ema`, assembled from the last checkpoint).
+    file: Option<PathBuf>,
+    /// [`Model::fingerprint`] of the loaded weights.
+    fingerprint: String,
+}
+
+/// Loads `[train] init_from` into `model`; the source must be a model of the same spec.
+fn load_init(
+    model: &mut Model,
+    init: &config::InitFrom,
+    device: tch::Device,
+) -> Result<InitRecord> {
+    let file = if init.path.is_dir() {
+        let run = RunDir(init.path.clone());
+        let source = run.load_model(&init.checkpoint, device).map_err(|e| {
+            invalid(
+                "train.init_from",
+                init.path.display(),
+                format!(
+                    "a run directory with a `{}` checkpoint ({e})",
+                    init.checkpoint
+                ),
+            )
+        })?;
+        if source.spec() != model.spec() {
+            return Err(invalid(
+                "train.init_from",
+                init.path.display(),
+                format!(
+                    "a run of the same model: it holds {}, this run trains {}",
+                    source.spec().describe(),
+                    model.spec().describe()
+                ),
+            ));
+        }
+        model.load_state(&source.state())?;
+        (init.checkpoint != "ema")
+            .then(|| run.weights(&init.checkpoint))
+            .transpose()?
+    } else if init.path.is_file() {
+        model.load_weights(&init.path)?;
+        Some(init.path.clone())
+    } else {
+        return Err(invalid(
+            "train.init_from.path",
+            init.path.display(),
+            "a run directory or a model .safetensors file (no such file or directory)",
+        ));
+    };
+    Ok(InitRecord {
+        from: init.clone(),
+        file,
+        fingerprint: model.fingerprint()?,
     })
 }
 

@@ -20,6 +20,12 @@ pub(crate) fn eval_seed(seed: u64, epoch: usize, split: EvalSplit) -> i64 {
     torch_seed(seed, epoch, usize::MAX - split as usize)
 }
 
+/// libtorch's seed for the evaluation of the initial model, before the first epoch (a rule's
+/// `needs_initial`).
+pub(crate) fn initial_seed(seed: u64) -> i64 {
+    torch_seed(seed, usize::MAX, usize::MAX - EvalSplit::Val as usize)
+}
+
 /// libtorch's seed for the final report: `classwise eval` of the last checkpoint with the run's
 /// attack seeds with it and so reproduces `report.json`.
 pub fn report_seed(config: &RunConfig) -> i64 {

@@ -1,4 +1,4 @@
-//! Training objectives (CFA eqs. (1)-(3), FAT, MART), one small struct per method, each behind
+//! Training objectives (CFA eqs. (1)-(3), FAT, MART, BAT), one small struct per method, each behind
 //! the [`Objective`] trait. An objective builds its adversarial examples with the per-class
 //! budgets of the epoch's [`ClassPlan`] (ε_{y_i} inside every attack, CFA eq. (6)), returns the
 //! loss to differentiate and the per-sample correctness of the training input it used (CFA's
@@ -10,12 +10,14 @@
 //! every objective without a copy. Adding a method is a new file here and one variant of
 //! [`Method`], the configuration's list of methods.
 
+mod bat;
 mod fat;
 mod mart;
 mod natural;
 mod pgd_at;
 mod trades;
 
+pub use bat::{Bat, BatPoint, BatSource};
 pub use classwise_core::TradesScaling;
 pub use fat::Fat;
 pub use mart::Mart;
@@ -145,6 +147,7 @@ pub enum Method {
     Trades(Trades),
     Fat(Fat),
     Mart(Mart),
+    Bat(Bat),
 }
 
 impl Method {
@@ -156,6 +159,20 @@ impl Method {
             Method::Trades(m) => m,
             Method::Fat(m) => m,
             Method::Mart(m) => m,
+            Method::Bat(m) => m,
+        }
+    }
+
+    /// The base objective as the class-wise rules know it (which rules fit it).
+    pub fn base(&self) -> classwise_core::rule::Base {
+        use classwise_core::rule::Base;
+        match self {
+            Method::Natural => Base::Natural,
+            Method::PgdAt(_) => Base::PgdAt,
+            Method::Trades(_) => Base::Trades,
+            Method::Fat(_) => Base::Fat,
+            Method::Mart(_) => Base::Mart,
+            Method::Bat(_) => Base::Bat,
         }
     }
 
@@ -167,6 +184,7 @@ impl Method {
             Method::Trades(_) => "trades",
             Method::Fat(_) => "fat",
             Method::Mart(_) => "mart",
+            Method::Bat(_) => "bat",
         }
     }
 
@@ -178,6 +196,7 @@ impl Method {
             Method::Trades(m) => m.attack.validate(),
             Method::Fat(m) => m.validate(),
             Method::Mart(m) => m.attack.validate(),
+            Method::Bat(m) => m.validate(),
         }
     }
 }
