@@ -185,9 +185,7 @@ pub struct BenchArgs {
 }
 
 pub fn train(a: &TrainArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&a.config)
-        .with_context(|| format!("reading {}", a.config.display()))?;
-    let config = RunConfig::from_toml_with_overrides(&text, &a.set)
+    let config = RunConfig::from_file(&a.config, &a.set)
         .with_context(|| format!("{}", a.config.display()))?;
     let out = a
         .out

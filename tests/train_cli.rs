@@ -18,8 +18,7 @@ fn every_preset_is_a_valid_configuration() {
     for entry in std::fs::read_dir(root().join("configs")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let c = classwise_trainer::run::RunConfig::from_toml(&text)
+            let c = classwise_trainer::run::RunConfig::from_file(&path, &[])
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert_eq!(
                 Some(c.name.as_str()),

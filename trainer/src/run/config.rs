@@ -5,7 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::attack::Pgd;
 use crate::data::{Augment, DataSource, SplitSpec};
-use crate::error::{Result, invalid};
+use crate::error::{IoContext, Result, invalid};
 use crate::eval::RobustCounting;
 use crate::model::ModelSpec;
 use crate::train::{LrSchedule, Method, Needs, RuleConfig, RuleContext, SgdConfig};
@@ -297,6 +297,19 @@ impl RunConfig {
         RunConfig::from_toml(&text)
     }
 
+    /// Reads a configuration file, following `extends = "other.toml"` (a path relative to the
+    /// file): the file's tables are merged key by key into the one it extends, its values
+    /// winning (arrays and non-table values are replaced whole), so that a preset of a sweep
+    /// (WAT Table 3's η) states only what differs. Chains are followed; a cycle is refused.
+    /// Then the `--set` overrides are applied and the result is validated like
+    /// [`RunConfig::from_toml`]. The run directory's `config.toml` holds the resolved
+    /// configuration, without `extends`.
+    pub fn from_file(path: &std::path::Path, overrides: &[String]) -> Result<RunConfig> {
+        let table = read_extended(path, &mut Vec::new())?;
+        let text = toml::to_string(&table).map_err(|e| invalid("config", e, "serialisable"))?;
+        RunConfig::from_toml_with_overrides(&text, overrides)
+    }
+
     pub fn to_toml(&self) -> Result<String> {
         toml::to_string_pretty(self).map_err(|e| invalid("config", e, "serialisable"))
     }
@@ -397,6 +410,71 @@ impl RunConfig {
             .fawa
             .map_or(Needs::default(), |f| Averaging::Fawa(f).needs());
         fawa.or(self.select.needs())
+    }
+}
+
+/// The table of `path` merged over the one it `extends` (see [`RunConfig::from_file`]);
+/// `seen` holds the files already on the chain.
+fn read_extended(
+    path: &std::path::Path,
+    seen: &mut Vec<std::path::PathBuf>,
+) -> Result<toml::Table> {
+    let text = std::fs::read_to_string(path).at("reading", path)?;
+    let mut table: toml::Table = toml::from_str(&text).map_err(|e| {
+        invalid(
+            path.display().to_string(),
+            e.message(),
+            format!("a valid run configuration ({e})"),
+        )
+    })?;
+    let Some(parent) = table.remove("extends") else {
+        return Ok(table);
+    };
+    let name = parent.as_str().ok_or_else(|| {
+        invalid(
+            format!("{}: extends", path.display()),
+            &parent,
+            "the path of another configuration file, as a string",
+        )
+    })?;
+    let parent_path = path
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(name);
+    let canonical = parent_path.canonicalize().at("reading", &parent_path)?;
+    if seen.contains(&canonical) {
+        return Err(invalid(
+            format!("{}: extends", path.display()),
+            name,
+            "a chain of configurations without a cycle",
+        ));
+    }
+    seen.push(canonical);
+    let mut base = read_extended(&parent_path, seen)?;
+    merge(&mut base, table);
+    Ok(base)
+}
+
+/// Merges `over` into `base`: tables key by key, anything else replaced. A table that names
+/// another variant (its `kind` or `method` differs, e.g. `[rule]` or `train.method`) replaces
+/// the base's whole, so that no field of the other variant leaks into it.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    let variant = |t: &toml::Table| {
+        ["kind", "method"]
+            .iter()
+            .find_map(|k| t.get(*k).and_then(toml::Value::as_str).map(str::to_owned))
+    };
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o))
+                if variant(&o).is_none() || variant(&o) == variant(b) =>
+            {
+                merge(b, o)
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
     }
 }
 

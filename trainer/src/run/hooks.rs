@@ -36,8 +36,11 @@ pub(crate) struct EpochEnd<'a> {
     pub model: &'a Model,
     /// The epoch's `metrics.jsonl` record; hooks fill in their fields.
     pub record: &'a mut EpochRecord,
-    /// WAT's K + 1 validation costs, when measured.
+    /// WAT's K + 1 validation costs of the raw model, when measured.
     pub val_costs: Option<&'a [f64]>,
+    /// Measures WAT's validation costs of a model (an average's, for WAT's selection); `None`
+    /// without a validation split.
+    pub val_costs_of: &'a dyn Fn(&Model) -> Result<Option<Vec<f64>>>,
     /// Evaluates a model on the per-epoch test subset (libtorch reseeded as for the raw model).
     pub eval_test: &'a dyn Fn(&Model) -> Result<Evaluation>,
     /// When the epoch started, and when its evaluations started (for the record's times).

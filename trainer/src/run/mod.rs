@@ -335,20 +335,28 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 }
                 _ => None,
             };
-            let val_costs = match &val_eval {
-                Some(v) if needs.val_costs => {
-                    tch::manual_seed(eval_seed(config.seed, epoch, EvalSplit::Val));
-                    Some(crate::eval::trades_costs(
-                        &model,
-                        data::batches(v, config.batch_size, device),
-                        method,
-                        config.train.eps.value,
-                        config.train.beta,
-                        k,
-                        device,
-                    )?)
-                }
-                _ => None,
+            // WAT's K + 1 validation costs of a model (the raw one here, an average's in its
+            // selection); `None` without a validation split.
+            let costs_of = |m: &Model| -> Result<Option<Vec<f64>>> {
+                let Some(v) = &val_eval else {
+                    return Ok(None);
+                };
+                tch::manual_seed(eval_seed(config.seed, epoch, EvalSplit::Val));
+                crate::eval::trades_costs(
+                    m,
+                    data::batches(v, config.batch_size, device),
+                    method,
+                    config.train.eps.value,
+                    config.train.beta,
+                    k,
+                    device,
+                )
+                .map(Some)
+            };
+            let val_costs = if needs.val_costs {
+                costs_of(&model)?
+            } else {
+                None
             };
             let val = val_evaluation.as_ref().map(split_record);
             rule.observe(
@@ -393,6 +401,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 model: &model,
                 record: &mut record,
                 val_costs: val_costs.as_deref(),
+                val_costs_of: &costs_of,
                 eval_test: &eval_test,
                 started: t0,
                 eval_started: t_eval,

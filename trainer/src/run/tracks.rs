@@ -241,9 +241,15 @@ impl AveragedTrack {
             return Ok(());
         };
         let test = split_record(&(end.eval_test)(model)?);
+        // WAT's output rule scores the average by its own validation costs.
+        let val_costs = if self.selection.selector.strategy.needs().val_costs {
+            (end.val_costs_of)(model)?
+        } else {
+            None
+        };
         let score = EpochScore {
             avg_plus_worst: Some(test.score()),
-            val_costs: None,
+            val_costs,
         };
         self.selection.offer(end.epoch, &score, model)?;
         match self.name() {

@@ -5,7 +5,9 @@
 //!   + α·boundary_weight[y]·[KL(U ‖ p(x_c)) + KL(U ‖ p(x_a))]                                (eq. (6))
 //! ```
 //!
-//! summed as eq. (7), L_source + α·L_target, and averaged over the batch. (x_c, x_a) is the
+//! summed as eq. (7), L_source + α·L_target, and averaged over the batch (with the `reference`
+//! scaling the whole per-sample loss is divided by 1 + β_y, as CFA's TRADES, so that the
+//! balance of the terms is eq. (7)'s). (x_c, x_a) is the
 //! sample's boundary pair from early-stopped TRADES-KL PGD (BAT Algorithm 1: x_c the last iterate
 //! still classified correctly, x_a the iterate one step later; see
 //! [`crate::attack::early_stop`]), U the uniform distribution over the K classes, and
@@ -192,6 +194,8 @@ impl Objective for Bat {
         };
         let (a, b) = term_weights(self.scaling, &ctx.plan.beta(y));
         let boundary_weight = ctx.plan.boundary_weight(y);
+        // The target term takes the CE's factor a(β_y): 1, or 1/(1 + β_y) with CFA's scaling.
+        let target_weight = &a * &boundary_weight * self.alpha;
         let source =
             a * ctx.plan.natural_weight(y) * ce(&z_ce, y) + b * &boundary_weight * kl(&z, &z_kl);
         let targets: Vec<Tensor> = if self.alpha > 0.0 {
@@ -204,7 +208,7 @@ impl Objective for Bat {
         };
         let per_sample = targets
             .into_iter()
-            .fold(source, |acc, t| acc + t * &boundary_weight * self.alpha);
+            .fold(source, |acc, t| acc + t * &target_weight);
         Ok(StepOutput {
             loss: per_sample.mean(Kind::Float),
             correct: correct_of(&z_kl, y),
