@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{classwise, text};
+use common::{classwise, last_checkpoint_file, metrics_without_times, text};
 use serde_json::Value;
 
 fn root() -> &'static Path {
@@ -72,32 +72,6 @@ fn not_all_equal(v: &[f64]) -> bool {
     v.iter().any(|x| *x != v[0])
 }
 
-/// The metrics lines without wall times, for comparing an interrupted run with a whole one.
-fn without_times(dir: &Path) -> Vec<Value> {
-    lines(dir)
-        .into_iter()
-        .map(|mut v| {
-            for k in [
-                "seconds",
-                "train_seconds",
-                "train_images_per_second",
-                "eval_seconds",
-            ] {
-                v.as_object_mut().unwrap().remove(k);
-            }
-            v
-        })
-        .collect()
-}
-
-/// The last checkpoint's model bytes.
-fn last_model(dir: &Path) -> Vec<u8> {
-    let state: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap()).unwrap();
-    let ck = state["checkpoint"].as_str().unwrap().to_string();
-    std::fs::read(dir.join("checkpoints").join(ck).join("model.safetensors")).unwrap()
-}
-
 /// Trains `preset` whole into `a` and, stopped after one epoch and resumed, into `b`; both end
 /// with the same weights, metrics and report.
 fn assert_resumes_bit_identically(preset: &str, a: &Path, b: &Path, extra: &[&str]) {
@@ -106,11 +80,15 @@ fn assert_resumes_bit_identically(preset: &str, a: &Path, b: &Path, extra: &[&st
     let resume: Vec<&str> = extra.iter().copied().chain(["--resume"]).collect();
     train(preset, b, &resume);
     assert_eq!(
-        last_model(a),
-        last_model(b),
+        last_checkpoint_file(a, "model.safetensors"),
+        last_checkpoint_file(b, "model.safetensors"),
         "{preset}: weights after resume"
     );
-    assert_eq!(without_times(a), without_times(b), "{preset}: metrics");
+    assert_eq!(
+        metrics_without_times(a),
+        metrics_without_times(b),
+        "{preset}: metrics"
+    );
     assert_eq!(
         std::fs::read(a.join("report.json")).unwrap(),
         std::fs::read(b.join("report.json")).unwrap(),

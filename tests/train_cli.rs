@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{classwise, text};
+use common::{classwise, last_checkpoint_file, metrics_without_times, text};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -102,12 +102,7 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
         b.to_str().unwrap(),
         "--resume",
     ]);
-    let weights = |d: &Path| {
-        let state: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(d.join("state.json")).unwrap()).unwrap();
-        let ck = state["checkpoint"].as_str().unwrap().to_string();
-        std::fs::read(d.join("checkpoints").join(ck).join("model.safetensors")).unwrap()
-    };
+    let weights = |d: &Path| last_checkpoint_file(d, "model.safetensors");
     assert_eq!(weights(&a), weights(&b), "resumed weights differ");
     let report = |d: &Path| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(d.join("report.json")).unwrap()).unwrap()
@@ -662,12 +657,7 @@ fn fmnist_at_cfa_calibrates_averages_and_resumes_bit_identically() {
     // Stopped after two epochs and resumed: the same weights, averages, logs and reports.
     train(&b, &["--stop-after", "2"]);
     train(&b, &["--resume"]);
-    let last = |d: &Path, file: &str| {
-        let state: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(d.join("state.json")).unwrap()).unwrap();
-        let ck = state["checkpoint"].as_str().unwrap().to_string();
-        std::fs::read(d.join("checkpoints").join(ck).join(file)).unwrap()
-    };
+    let last = last_checkpoint_file;
     for f in ["model.safetensors", "fawa.safetensors", "ema.safetensors"] {
         assert_eq!(last(&a, f), last(&b, f), "{f} differs after resume");
     }
@@ -678,23 +668,5 @@ fn fmnist_at_cfa_calibrates_averages_and_resumes_bit_identically() {
             "{f}"
         );
     }
-    let without_times = |d: &Path| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(d.join("metrics.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-                for k in [
-                    "seconds",
-                    "train_seconds",
-                    "train_images_per_second",
-                    "eval_seconds",
-                ] {
-                    v.as_object_mut().unwrap().remove(k);
-                }
-                v
-            })
-            .collect()
-    };
-    assert_eq!(without_times(&a), without_times(&b));
+    assert_eq!(metrics_without_times(&a), metrics_without_times(&b));
 }

@@ -32,3 +32,34 @@ pub const FIG1: [&str; 10] = [
     "--p-neg",
     "0.7",
 ];
+
+/// A file of a run's last complete checkpoint (the one `state.json` names).
+#[allow(dead_code)]
+pub fn last_checkpoint_file(run: &std::path::Path, file: &str) -> Vec<u8> {
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("state.json")).unwrap()).unwrap();
+    let ck = state["checkpoint"].as_str().unwrap().to_string();
+    std::fs::read(run.join("checkpoints").join(ck).join(file)).unwrap()
+}
+
+/// A run's `metrics.jsonl` lines without their wall times, to compare an interrupted run with a
+/// whole one.
+#[allow(dead_code)]
+pub fn metrics_without_times(run: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            for k in [
+                "seconds",
+                "train_seconds",
+                "train_images_per_second",
+                "eval_seconds",
+            ] {
+                v.as_object_mut().unwrap().remove(k);
+            }
+            v
+        })
+        .collect()
+}

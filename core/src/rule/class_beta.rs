@@ -4,9 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ClassRule, RuleContext};
+use super::{Fixed, RuleContext};
 use crate::error::{Result, invalid, same_len};
-use crate::plan::{ClassPlan, ClassStats};
+use crate::plan::ClassPlan;
 
 /// The class-β settings (`[rule] kind = "class-beta"`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,45 +16,19 @@ pub struct ClassBetaSettings {
     pub beta: Vec<f64>,
 }
 
-/// The class-β rule: the same plan every epoch, with β_k from the settings.
-pub struct ClassBeta {
-    plan: ClassPlan,
-}
-
-impl ClassBeta {
-    pub fn new(s: &ClassBetaSettings, ctx: RuleContext) -> Result<Self> {
-        ctx.require_beta("rule.kind", "class-beta")?;
-        same_len("rule.beta", ctx.n_classes, s.beta.len())?;
-        if let Some(b) = s.beta.iter().find(|b| !(b.is_finite() && **b >= 0.0)) {
-            return Err(invalid("rule.beta", b, "finite values >= 0"));
-        }
-        Ok(ClassBeta {
-            plan: ClassPlan {
-                beta: s.beta.clone(),
-                ..ctx.uniform_plan()
-            },
-        })
+/// The class-β rule: the same plan every epoch, with β_k from the settings (checked against the
+/// context).
+pub fn class_beta(s: &ClassBetaSettings, ctx: RuleContext) -> Result<Fixed> {
+    ctx.require_beta("rule.kind", "class-beta")?;
+    same_len("rule.beta", ctx.n_classes, s.beta.len())?;
+    if let Some(b) = s.beta.iter().find(|b| !(b.is_finite() && **b >= 0.0)) {
+        return Err(invalid("rule.beta", b, "finite values >= 0"));
     }
-}
-
-impl ClassRule for ClassBeta {
-    fn name(&self) -> &'static str {
-        "class-beta"
-    }
-
-    fn plan(&mut self, _epoch: usize) -> Result<ClassPlan> {
-        Ok(self.plan.clone())
-    }
-
-    fn observe(&mut self, _epoch: usize, _stats: &ClassStats) -> Result<()> {
-        Ok(())
-    }
-
-    fn state(&self) -> Result<serde_json::Value> {
-        Ok(serde_json::Value::Null)
-    }
-
-    fn restore(&mut self, _state: &serde_json::Value) -> Result<()> {
-        Ok(())
-    }
+    Ok(Fixed::new(
+        "class-beta",
+        ClassPlan {
+            beta: s.beta.clone(),
+            ..ctx.uniform_plan()
+        },
+    ))
 }

@@ -11,13 +11,13 @@
 //! objective, so every rule composes with every base loss (CFA's CCM on AT, TRADES and FAT
 //! without copies). The arithmetic is in [`classwise_theory::calibration`].
 //!
-//! * [`Uniform`]: the baselines (the same plan every epoch);
+//! * [`uniform`]: the baselines (the same plan every epoch, a [`Fixed`] rule);
 //! * [`Cfa`]: CCM (CFA eq. (6)) and CCR (eqs. (7)-(8));
 //! * [`Wat`]: Hedge weights over the K + 1 validation costs (WAT eq. (12));
 //! * [`Frl`]: FRL's reweighting and remargin multipliers (Xu et al. 2021);
 //! * [`Csl`]: cost-sensitive class weights from the validation robust errors (WAT's CSL
 //!   baseline, a reconstruction);
-//! * [`ClassBeta`]: a fixed β per class (Tian et al. 2021, eq. (5)).
+//! * [`class_beta`]: a fixed β per class (Tian et al. 2021, eq. (5)).
 //!
 //! Which rule fits which base objective is decided here, once, from [`RuleContext::base`]:
 //! a rule refuses a base its paper does not define it on, with a message naming both.
@@ -30,10 +30,10 @@ mod uniform;
 mod wat;
 
 pub use cfa::{Cfa, CfaSettings};
-pub use class_beta::{ClassBeta, ClassBetaSettings};
+pub use class_beta::{ClassBetaSettings, class_beta};
 pub use csl::{Csl, CslSettings};
 pub use frl::{Frl, FrlSettings};
-pub use uniform::Uniform;
+pub use uniform::{Fixed, uniform};
 pub use wat::{Wat, WatLossScale, WatSettings};
 
 use serde::{Deserialize, Serialize};
@@ -215,12 +215,12 @@ impl RuleConfig {
     pub fn build(&self, ctx: RuleContext) -> Result<Box<dyn ClassRule>> {
         ctx.validate()?;
         Ok(match self {
-            RuleConfig::Uniform => Box::new(Uniform::new(ctx)),
+            RuleConfig::Uniform => Box::new(uniform(ctx)),
             RuleConfig::Cfa(s) => Box::new(Cfa::new(*s, ctx)?),
             RuleConfig::Wat(s) => Box::new(Wat::new(*s, ctx)?),
             RuleConfig::Frl(s) => Box::new(Frl::new(*s, ctx)?),
             RuleConfig::Csl(s) => Box::new(Csl::new(*s, ctx)?),
-            RuleConfig::ClassBeta(s) => Box::new(ClassBeta::new(s, ctx)?),
+            RuleConfig::ClassBeta(s) => Box::new(class_beta(s, ctx)?),
         })
     }
 }

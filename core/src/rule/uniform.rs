@@ -1,25 +1,31 @@
-//! The baselines' rule: the same plan every epoch.
+//! Rules whose plan is the same every epoch: the baselines' uniform plan, and a fixed class-wise
+//! plan ([`super::class_beta`]).
 
 use super::{ClassRule, RuleContext};
 use crate::error::Result;
 use crate::plan::{ClassPlan, ClassStats};
 
-/// ε, β and weight 1 for every class, every epoch.
-pub struct Uniform {
+/// The same plan every epoch; observes nothing and has no state.
+pub struct Fixed {
+    name: &'static str,
     plan: ClassPlan,
 }
 
-impl Uniform {
-    pub fn new(ctx: RuleContext) -> Self {
-        Uniform {
-            plan: ctx.uniform_plan(),
-        }
+impl Fixed {
+    /// A rule named `name` that plans `plan` every epoch.
+    pub fn new(name: &'static str, plan: ClassPlan) -> Self {
+        Fixed { name, plan }
     }
 }
 
-impl ClassRule for Uniform {
+/// The baselines' rule: ε, β and weight 1 for every class, every epoch.
+pub fn uniform(ctx: RuleContext) -> Fixed {
+    Fixed::new("uniform", ctx.uniform_plan())
+}
+
+impl ClassRule for Fixed {
     fn name(&self) -> &'static str {
-        "uniform"
+        self.name
     }
 
     fn plan(&mut self, _epoch: usize) -> Result<ClassPlan> {
