@@ -1,6 +1,7 @@
 //! The training objectives on fixed, parameter-free models whose adversarial points are known in
 //! closed form: each loss is recomputed by hand in f64 from the logits (MART, TRADES with both
-//! scalings, FAT's early-stopped examples and dynamic τ, PGD-AT with class-wise ε), with
+//! scalings, FAT's early-stopped examples and dynamic τ, BAT's boundary pairs and uniform-KL
+//! terms with its ablations, PGD-AT with class-wise ε), with
 //! class-wise β and weights that differ per class.
 //!
 //! Every model records the inputs it is forwarded (and the mode), so the adversarial examples
@@ -14,7 +15,8 @@ use classwise_trainer::attack::{
 use classwise_trainer::model::Classifier;
 use classwise_trainer::seed::seeded;
 use classwise_trainer::train::{
-    ClassPlan, DevicePlan, Fat, Mart, Method, Objective, PgdAt, StepContext, Trades, TradesScaling,
+    Bat, BatPoint, BatSource, ClassPlan, DevicePlan, Fat, Mart, Method, Objective, PgdAt,
+    StepContext, Trades, TradesScaling,
 };
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
@@ -653,4 +655,150 @@ fn pgd_at_keeps_each_sample_in_its_class_budget_and_saturates() {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// BAT.
+
+/// KL(U ‖ softmax(z)) = Σ_k (1/K)·(log(1/K) − log p_k), BAT eq. (6).
+fn uniform_kl(z: &[f64]) -> f64 {
+    let k = z.len() as f64;
+    softmax(z)
+        .iter()
+        .map(|p| (1.0 / k) * ((1.0 / k).ln() - p.ln()))
+        .sum()
+}
+
+/// BAT on the threshold model (CE steps of exactly ±α = 0.05 from x, so every iterate is known):
+///
+/// * 0.56 (class 0): checked correct at 0.56 and 0.51, wrong at 0.46: x_c = 0.51, x_a = 0.46;
+/// * 0.43 (class 1, ε 0.17): x_c = 0.48, x_a = 0.53;
+/// * 0.2 (class 0) is wrong from the start: x_c = x_a = x (BAT Algorithm 1, lines 3 and 6-7);
+/// * 0.95 (class 0, ε 0.3) never flips: the iterates after 9 and 10 steps, both projected to
+///   0.65.
+///
+/// The fixed x' of the ablations runs all 10 steps: [0.26, 0.60, 0.0, 0.65]. Each loss is
+/// recomputed by hand: eq. (7) with the paper's scaling and class-wise β and weights, and the
+/// Table 2 No. 6 ablation (TRADES source, uniform KL on x') with CFA's scaling.
+#[test]
+fn bat_loss_on_boundary_pairs_matches_the_hand_computed_formula() {
+    let model = threshold();
+    let x0 = [0.56, 0.43, 0.2, 0.95];
+    let rows_x: Vec<[f64; 1]> = x0.iter().map(|v| [*v]).collect();
+    let x = batch(&rows_x.iter().map(|r| r.as_slice()).collect::<Vec<_>>());
+    let ys = [0usize, 1, 0, 0];
+    let y = labels(&ys);
+    let plan = ClassPlan {
+        eps: vec![0.3, 0.17],
+        beta: vec![6.0, 2.0],
+        natural_weight: vec![1.0, 3.0],
+        boundary_weight: vec![2.0, 0.5],
+        step_size: None,
+    };
+    let attack = Pgd {
+        steps: 10,
+        step: StepSize::Absolute(0.05),
+        start: Start::None,
+        loss: AttackLoss::CrossEntropy,
+    };
+    let z = |v: f64| [v, 0.5];
+    let x_c = [0.51, 0.48, 0.2, 0.65];
+    let x_a = [0.46, 0.53, 0.2, 0.65];
+    let fixed = [0.26, 0.60, 0.0, 0.65];
+
+    let bat = Method::Bat(Bat {
+        attack,
+        alpha: 1.5,
+        source: BatSource::Boundary,
+        uniform_on: vec![BatPoint::LastCorrect, BatPoint::FirstWrong],
+        scaling: TradesScaling::Paper,
+    });
+    bat.validate().unwrap();
+    let (loss, correct) = loss_of(&bat, &model, &x, &y, &plan, 0, 3);
+    let per_sample: Vec<f64> = (0..4)
+        .map(|i| {
+            let k = ys[i];
+            let (nw, bw, beta) = (
+                plan.natural_weight[k],
+                plan.boundary_weight[k],
+                plan.beta[k],
+            );
+            nw * cross_entropy(&z(x_c[i]), k)
+                + beta * bw * kl(&softmax(&z(x0[i])), &softmax(&z(x_a[i])), 0.0)
+                + 1.5 * bw * (uniform_kl(&z(x_c[i])) + uniform_kl(&z(x_a[i])))
+        })
+        .collect();
+    assert_close(loss, mean(&per_sample), 1e-5, "BAT eq. (7)");
+    // t_k counts x_a.
+    assert_eq!(correct, [false, false, false, true]);
+
+    let ablation = Method::Bat(Bat {
+        attack,
+        alpha: 1.5,
+        source: BatSource::Trades,
+        uniform_on: vec![BatPoint::Fixed],
+        scaling: TradesScaling::Reference,
+    });
+    let (loss, correct) = loss_of(&ablation, &model, &x, &y, &plan, 0, 3);
+    let per_sample: Vec<f64> = (0..4)
+        .map(|i| {
+            let k = ys[i];
+            let (nw, bw, beta) = (
+                plan.natural_weight[k],
+                plan.boundary_weight[k],
+                plan.beta[k],
+            );
+            let (a, b) = (1.0 / (1.0 + beta), beta / (1.0 + beta));
+            a * nw * cross_entropy(&z(x0[i]), k)
+                + b * bw * kl(&softmax(&z(x0[i])), &softmax(&z(fixed[i])), 0.0)
+                + a * 1.5 * bw * uniform_kl(&z(fixed[i]))
+        })
+        .collect();
+    assert_close(
+        loss,
+        mean(&per_sample),
+        1e-5,
+        "Table 2 No. 6 with CFA's scaling",
+    );
+    assert_eq!(correct, [false, false, false, true]);
+
+    // α = 0 or no uniform term is the source loss alone; a point named twice is refused.
+    let source_only = |uniform_on: Vec<BatPoint>, alpha: f64| {
+        Method::Bat(Bat {
+            attack,
+            alpha,
+            source: BatSource::Boundary,
+            uniform_on,
+            scaling: TradesScaling::Paper,
+        })
+    };
+    let (a, _) = loss_of(&source_only(vec![], 1.5), &model, &x, &y, &plan, 0, 3);
+    let (b, _) = loss_of(
+        &source_only(vec![BatPoint::FirstWrong], 0.0),
+        &model,
+        &x,
+        &y,
+        &plan,
+        0,
+        3,
+    );
+    let per_sample: Vec<f64> = (0..4)
+        .map(|i| {
+            let k = ys[i];
+            plan.natural_weight[k] * cross_entropy(&z(x_c[i]), k)
+                + plan.beta[k]
+                    * plan.boundary_weight[k]
+                    * kl(&softmax(&z(x0[i])), &softmax(&z(x_a[i])), 0.0)
+        })
+        .collect();
+    assert_close(a, mean(&per_sample), 1e-5, "source only");
+    assert_close(b, mean(&per_sample), 1e-5, "alpha 0");
+    let twice = source_only(vec![BatPoint::LastCorrect, BatPoint::LastCorrect], 1.0);
+    assert!(
+        twice
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("uniform_on")
+    );
 }

@@ -364,3 +364,64 @@ fn the_weight_average_is_saved_evaluated_and_loadable() {
         .to_string();
     assert!(err.contains("ema"), "{err}");
 }
+
+/// `extends`: a file states only what differs from the one it extends (tables merged key by key,
+/// chains followed, paths relative to the file); a table naming another method or rule kind
+/// replaces the base's whole; a cycle and a missing base are refused, naming the file.
+#[test]
+fn configs_extend_other_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("base.toml"), CONFIG).unwrap();
+    // Only the β and the epochs change; the rest is the base's.
+    std::fs::write(
+        dir.join("sub/child.toml"),
+        "extends = \"../base.toml\"\nname = \"child\"\nepochs = 2\n[train]\nbeta = 2.0\n",
+    )
+    .unwrap();
+    // Another method: the base's PGD-AT table must not leak a field into TRADES (its `scaling`
+    // comes from here alone), and a chain of two files is followed.
+    std::fs::write(
+        dir.join("sub/grandchild.toml"),
+        "extends = \"child.toml\"\nname = \"grandchild\"\n[train]\nmethod = { method = \"trades\", \
+         scaling = \"paper\", attack = { steps = 1, step = { kind = \"absolute\", value = 0.03 }, \
+         start = { kind = \"none\" }, loss = { kind = \"trades-kl\" } } }\n[rule]\nkind = \
+         \"class-beta\"\nbeta = [1.0, 2.0, 3.0]\n",
+    )
+    .unwrap();
+    let base = RunConfig::from_toml(CONFIG).unwrap();
+    let child = RunConfig::from_file(&dir.join("sub/child.toml"), &[]).unwrap();
+    assert_eq!(
+        (child.name.as_str(), child.epochs, child.train.beta),
+        ("child", 2, 2.0)
+    );
+    assert_eq!(child.train.method, base.train.method);
+    assert_eq!(
+        (&child.data, &child.eval, &child.ema),
+        (&base.data, &base.eval, &base.ema)
+    );
+    let grandchild =
+        RunConfig::from_file(&dir.join("sub/grandchild.toml"), &["epochs=1".into()]).unwrap();
+    assert_eq!(grandchild.train.method.name(), "trades");
+    assert_eq!((grandchild.epochs, grandchild.train.beta), (1, 2.0));
+    assert_eq!(grandchild.rule.name(), "class-beta");
+    // A cycle, and a base that does not exist.
+    std::fs::write(dir.join("a.toml"), "extends = \"b.toml\"\n").unwrap();
+    std::fs::write(dir.join("b.toml"), "extends = \"a.toml\"\n").unwrap();
+    let e = RunConfig::from_file(&dir.join("a.toml"), &[])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("extends") && e.contains("cycle"), "{e}");
+    std::fs::write(
+        dir.join("c.toml"),
+        "extends = \"missing.toml\"\nname = \"c\"\n",
+    )
+    .unwrap();
+    let e = RunConfig::from_file(&dir.join("c.toml"), &[])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("missing.toml"), "{e}");
+}

@@ -16,8 +16,8 @@ pub mod schedule;
 pub use average::WeightAverage;
 pub use epoch::{EpochStats, StepSettings, train_epoch};
 pub use objective::{
-    DevicePlan, Fat, Mart, Method, Natural, Objective, PgdAt, StepContext, StepOutput, Trades,
-    TradesScaling,
+    Bat, BatPoint, BatSource, DevicePlan, Fat, Mart, Method, Natural, Objective, PgdAt,
+    StepContext, StepOutput, Trades, TradesScaling,
 };
 pub use optim::{Sgd, SgdConfig};
 pub use plan::{ClassPlan, ClassRule, ClassStats, Needs, RuleConfig, RuleContext};
