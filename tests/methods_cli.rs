@@ -315,4 +315,22 @@ fn bad_compositions_are_refused() {
         "{t}"
     );
     assert!(!t.contains("panicked"), "{t}");
+    assert!(!tmp.path().join("y").exists(), "nothing is written");
+    let o = classwise(&[
+        "train",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        tmp.path().join("z").to_str().unwrap(),
+        "--set",
+        "train.init_from.checkpoint=first",
+    ])
+    .output()
+    .unwrap();
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains("train.init_from.checkpoint") && t.contains("last, best or ema"),
+        "{t}"
+    );
 }

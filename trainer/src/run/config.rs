@@ -377,6 +377,15 @@ impl RunConfig {
             .map_err(|e| e.in_section("eval"))?;
         crate::eval::protocol::validate(&self.eval.protocol)?;
         let rule = self.rule.build(self.rule_context(classes))?;
+        if let Some(init) = &self.train.init_from
+            && !["last", "best", "ema"].contains(&init.checkpoint.as_str())
+        {
+            return Err(invalid(
+                "train.init_from.checkpoint",
+                &init.checkpoint,
+                "last, best or ema",
+            ));
+        }
         let needs = self
             .needs()
             .or(rule.needs_initial())

@@ -159,6 +159,16 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
         }
         (false, false) => None,
     };
+    // The starting weights of a fresh run must exist before anything is written.
+    if let (None, Some(init)) = (&resume_state, &config.train.init_from)
+        && !init.path.exists()
+    {
+        return Err(invalid(
+            "train.init_from.path",
+            init.path.display(),
+            "a run directory or a model .safetensors file (no such file or directory)",
+        ));
+    }
     std::fs::create_dir_all(out).at("creating", out)?;
     crate::io::write_atomic(&dir.config(), config.to_toml()?.as_bytes())?;
     let start_epoch = resume_state.as_ref().map_or(0, |s| s.completed_epochs);
@@ -519,15 +529,9 @@ fn load_init(
         (init.checkpoint != "ema")
             .then(|| run.weights(&init.checkpoint))
             .transpose()?
-    } else if init.path.is_file() {
+    } else {
         model.load_weights(&init.path)?;
         Some(init.path.clone())
-    } else {
-        return Err(invalid(
-            "train.init_from.path",
-            init.path.display(),
-            "a run directory or a model .safetensors file (no such file or directory)",
-        ));
     };
     Ok(InitRecord {
         from: init.clone(),
