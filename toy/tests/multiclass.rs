@@ -533,7 +533,8 @@ fn bad_configurations_are_errors_naming_the_field() {
         ("rule.eta", |c| {
             c.rule = RuleConfig::Wat(WatSettings::new(-1.0))
         }),
-        ("rule.kind", |c| {
+        // FRL is defined on TRADES only.
+        ("base", |c| {
             c.base = Base::PgdAt;
             c.rule = RuleConfig::Frl(FrlSettings::reweight_remargin(1, 40));
         }),

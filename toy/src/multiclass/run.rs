@@ -253,7 +253,19 @@ impl RunConfig {
         non_negative("cost_beta", self.cost_beta)?;
         self.base.validate()?;
         // Building the rule checks its settings and that it fits the base.
-        self.rule.build(self.rule_context())?;
+        // The toy's name for the base is `base` (the trainer's is `train.method`).
+        self.rule.build(self.rule_context()).map_err(|e| match e {
+            classwise_core::CoreError::Invalid {
+                field,
+                value,
+                expected,
+            } if field == "train.method" => classwise_core::CoreError::Invalid {
+                field: "base".to_owned(),
+                value,
+                expected,
+            },
+            other => other,
+        })?;
         if let Some(f) = self.fawa {
             Averaging::Fawa(f).validate()?;
         }
