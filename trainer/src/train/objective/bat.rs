@@ -166,31 +166,30 @@ impl Objective for Bat {
         } else {
             None
         };
-        let point = |p: BatPoint| -> &Tensor {
-            match p {
-                BatPoint::LastCorrect => &pair.last_correct,
-                BatPoint::FirstWrong => &pair.first_wrong,
-                // `fixed` is Some whenever a setting names it (needs_fixed).
-                BatPoint::Fixed => fixed.as_ref().unwrap_or(&pair.x_adv),
-            }
-        };
         // One train-mode forward per distinct input.
         let z = model.forward_t(x, true);
         let mut logits: Vec<(BatPoint, Tensor)> = Vec::new();
-        let mut forward = |p: BatPoint| -> Tensor {
+        let mut forward = |p: BatPoint| -> Result<Tensor> {
             if let Some((_, z)) = logits.iter().find(|(q, _)| *q == p) {
-                return z.shallow_clone();
+                return Ok(z.shallow_clone());
             }
-            let zp = model.forward_t(point(p), true);
+            let input = match p {
+                BatPoint::LastCorrect => &pair.last_correct,
+                BatPoint::FirstWrong => &pair.first_wrong,
+                BatPoint::Fixed => fixed.as_ref().ok_or_else(|| {
+                    invalid("uniform_on", "fixed", "an x' computed for it (needs_fixed)")
+                })?,
+            };
+            let zp = model.forward_t(input, true);
             logits.push((p, zp.shallow_clone()));
-            zp
+            Ok(zp)
         };
         let (z_ce, z_kl) = match self.source {
             BatSource::Boundary => (
-                forward(BatPoint::LastCorrect),
-                forward(BatPoint::FirstWrong),
+                forward(BatPoint::LastCorrect)?,
+                forward(BatPoint::FirstWrong)?,
             ),
-            BatSource::Trades => (z.shallow_clone(), forward(BatPoint::Fixed)),
+            BatSource::Trades => (z.shallow_clone(), forward(BatPoint::Fixed)?),
         };
         let (a, b) = term_weights(self.scaling, &ctx.plan.beta(y));
         let boundary_weight = ctx.plan.boundary_weight(y);
@@ -201,8 +200,8 @@ impl Objective for Bat {
         let targets: Vec<Tensor> = if self.alpha > 0.0 {
             self.uniform_on
                 .iter()
-                .map(|&p| uniform_kl(&forward(p)))
-                .collect()
+                .map(|&p| forward(p).map(|zp| uniform_kl(&zp)))
+                .collect::<Result<_>>()?
         } else {
             Vec::new()
         };
