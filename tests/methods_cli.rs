@@ -274,61 +274,44 @@ fn frl_fine_tunes_a_trades_run_and_resumes() {
 #[test]
 fn bad_compositions_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let config = root().join("configs/fmnist-mart.toml");
-    let o = classwise(&[
-        "train",
-        "--config",
-        config.to_str().unwrap(),
-        "--out",
-        tmp.path().join("x").to_str().unwrap(),
-        "--set",
-        "rule.kind=wat",
-        "--set",
-        "rule.eta=0.1",
-    ])
-    .output()
-    .unwrap();
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
+    // The output of a `train` of `preset` into `out` with `sets`, which must fail.
+    let refused = |preset: &str, out: &str, sets: &[&str]| {
+        let config = root().join(format!("configs/{preset}.toml"));
+        let out = tmp.path().join(out);
+        let mut args = vec![
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let o = classwise(&args).output().unwrap();
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(!t.contains("panicked"), "{t}");
+        assert!(!out.exists(), "nothing is written: {t}");
+        t
+    };
+    let t = refused("fmnist-mart", "x", &["rule.kind=wat", "rule.eta=0.1"]);
     assert!(
         t.contains("train.method") && t.contains("trades for the `wat` rule"),
         "{t}"
     );
-    let config = root().join("configs/fmnist-frl-rwrm.toml");
     let missing = tmp.path().join("no-such-run");
     let set = format!("train.init_from.path={}", missing.display());
-    let o = classwise(&[
-        "train",
-        "--config",
-        config.to_str().unwrap(),
-        "--out",
-        tmp.path().join("y").to_str().unwrap(),
-        "--set",
-        &set,
-    ])
-    .output()
-    .unwrap();
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
+    let t = refused("fmnist-frl-rwrm", "y", &[&set]);
     assert!(
         t.contains("train.init_from.path") && t.contains("no-such-run"),
         "{t}"
     );
-    assert!(!t.contains("panicked"), "{t}");
-    assert!(!tmp.path().join("y").exists(), "nothing is written");
-    let o = classwise(&[
-        "train",
-        "--config",
-        config.to_str().unwrap(),
-        "--out",
-        tmp.path().join("z").to_str().unwrap(),
-        "--set",
-        "train.init_from.checkpoint=first",
-    ])
-    .output()
-    .unwrap();
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
+    let t = refused(
+        "fmnist-frl-rwrm",
+        "z",
+        &["train.init_from.checkpoint=first"],
+    );
     assert!(
         t.contains("train.init_from.checkpoint") && t.contains("last, best or ema"),
         "{t}"

@@ -381,6 +381,29 @@ fn threshold() -> Fixed {
     Fixed::new(|x| Tensor::cat(&[x.shallow_clone(), x.full_like(0.5)], 1))
 }
 
+/// Inputs of the threshold model: two class-0 samples near and far from the threshold, one
+/// class-1 sample, one class-0 sample already wrong.
+const THRESHOLD_X: [f64; 4] = [0.56, 0.43, 0.2, 0.95];
+const THRESHOLD_Y: [usize; 4] = [0, 1, 0, 0];
+
+/// The batch of [`THRESHOLD_X`] (a column), its labels, and the labels as indices.
+fn threshold_batch() -> (Tensor, Tensor, [usize; 4]) {
+    let rows: Vec<[f64; 1]> = THRESHOLD_X.iter().map(|v| [*v]).collect();
+    let x = batch(&rows.iter().map(|r| r.as_slice()).collect::<Vec<_>>());
+    (x, labels(&THRESHOLD_Y), THRESHOLD_Y)
+}
+
+/// ε 0.3 and 0.17, β 6 and 2, natural weights 1 and 3, boundary weights 2 and 0.5.
+fn threshold_plan() -> ClassPlan {
+    ClassPlan {
+        eps: vec![0.3, 0.17],
+        beta: vec![6.0, 2.0],
+        natural_weight: vec![1.0, 3.0],
+        boundary_weight: vec![2.0, 0.5],
+        step_size: None,
+    }
+}
+
 /// τ of `zjfheart/Friendly-Adversarial-Training:FAT.py` (`adjust_tau`, called with the 1-based
 /// epoch): 0 up to epoch 50, 1 up to 90, 2 after.
 fn fat_paper_tau(epoch0: usize) -> usize {
@@ -446,15 +469,11 @@ fn fat_stops_tau_steps_after_the_first_misclassification() {
     // 0.56 (class 0): 0.51, then 0.46 is wrong after 2 steps. 0.43 (class 1): 0.48, then 0.53
     // is wrong after 2 steps; its ε = 0.17 stops it at 0.60. 0.2 (class 0) is wrong from the
     // start: τ steps. 0.95 (class 0) never flips: 10 steps, stopped by ε = 0.3 at 0.65.
-    let x = batch(&[&[0.56], &[0.43], &[0.2], &[0.95]]);
-    let ys = [0usize, 1, 0, 0];
-    let y = labels(&ys);
+    let (x, y, ys) = threshold_batch();
     let plan = ClassPlan {
-        eps: vec![0.3, 0.17],
         beta: vec![0.0, 0.0],
-        natural_weight: vec![1.0, 3.0],
         boundary_weight: vec![1.0, 1.0],
-        step_size: None,
+        ..threshold_plan()
     };
     let fat = Method::Fat(Fat {
         attack: early_stopped(0, 0.0),
@@ -683,18 +702,9 @@ fn uniform_kl(z: &[f64]) -> f64 {
 #[test]
 fn bat_loss_on_boundary_pairs_matches_the_hand_computed_formula() {
     let model = threshold();
-    let x0 = [0.56, 0.43, 0.2, 0.95];
-    let rows_x: Vec<[f64; 1]> = x0.iter().map(|v| [*v]).collect();
-    let x = batch(&rows_x.iter().map(|r| r.as_slice()).collect::<Vec<_>>());
-    let ys = [0usize, 1, 0, 0];
-    let y = labels(&ys);
-    let plan = ClassPlan {
-        eps: vec![0.3, 0.17],
-        beta: vec![6.0, 2.0],
-        natural_weight: vec![1.0, 3.0],
-        boundary_weight: vec![2.0, 0.5],
-        step_size: None,
-    };
+    let x0 = THRESHOLD_X;
+    let (x, y, ys) = threshold_batch();
+    let plan = threshold_plan();
     let attack = Pgd {
         steps: 10,
         step: StepSize::Absolute(0.05),
