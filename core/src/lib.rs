@@ -2,7 +2,8 @@
 //! (`classwise-toy`, pure Rust) and the libtorch trainer (`classwise-trainer`):
 //!
 //! * [`plan`]: the per-class plan of an epoch and the statistics a rule observes;
-//! * [`rule`]: the class-wise rules (uniform, CFA, WAT, FRL) behind one trait;
+//! * [`rule`]: the class-wise rules (uniform, CFA, WAT, FRL, CSL, class-wise β) behind one trait,
+//!   and which base objectives each fits;
 //! * [`average`]: EMA and FAWA decisions;
 //! * [`select`]: model-selection strategies (last, best avg + worst, CFA's, WAT's);
 //! * [`record`]: the versioned records of a run's `metrics.jsonl`, written by the trainer and

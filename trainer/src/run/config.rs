@@ -247,7 +247,8 @@ pub struct RunConfig {
     pub eval: EvalConfig,
     #[serde(default)]
     pub checkpoint: CheckpointConfig,
-    /// The class-wise rule (`kind = "uniform"`, the default, `"cfa"`, `"wat"`, `"frl"`).
+    /// The class-wise rule (`kind = "uniform"`, the default, `"cfa"`, `"wat"`, `"frl"`, `"csl"`,
+    /// `"class-beta"`).
     #[serde(default)]
     pub rule: RuleConfig,
     #[serde(default)]
