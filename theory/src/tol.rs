@@ -27,6 +27,11 @@ pub const MODEL_REL: f64 = 1e-12;
 /// probabilities ≤ 1.
 pub const IDENTITY_ABS: f64 = 1e-14;
 
+/// A difference of two probabilities ≤ 1 whose true value is at or below f64 resolution (checks
+/// T7-T9 near p₋₁ = 1/2 or far along w): each side carries a few ulp of rounding, so the computed
+/// difference may come out a few ε below 0. Below this size a sign is not resolvable.
+pub const PROB_DIFF_ABS: f64 = 8.0 * f64::EPSILON;
+
 /// Fixed regression values, computed independently (mpmath) to ~15 digits (checks T8, T9, T11,
 /// H5).
 pub const SPEC_VALUE_REL: f64 = 1e-10;

@@ -135,7 +135,10 @@ proptest! {
                        ld in -9.2..2.3f64) {
         let m = model(d, eta, ls, pp, pn);
         let o = theorems::theorem4_robust(&m, lw.exp(), ld.exp()).unwrap();
-        prop_assert!(o.margin >= 0.0, "{o:?}");
+        // Near p₋₁ = 1/2 the gain of R₋₁ falls below f64 resolution: its sign is checked up
+        // to the rounding of a difference of probabilities (`theory verify` checks it strictly
+        // where it is resolvable).
+        prop_assert!(o.margin >= -tol::PROB_DIFF_ABS, "{o:?}");
     }
 
     /// T10: the full adversary is at least as strong; equal at ε = 0; R^full → p_y as w → ∞.
