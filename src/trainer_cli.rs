@@ -145,9 +145,20 @@ pub struct BenchArgs {
     /// Timed steps per measurement (after one warm-up step).
     #[arg(long, default_value_t = 3)]
     steps: usize,
-    /// Only the SmallCNN (skip PreActResNet-18, which takes minutes on a CPU).
-    #[arg(long)]
+    /// Only the SmallCNN (skip PreActResNet-18, which takes minutes on a CPU); the same as
+    /// `--model small-cnn`.
+    #[arg(long, conflicts_with = "model")]
     small_only: bool,
+    /// The networks to time: small-cnn, preact-resnet18 (comma-separated) [default: both].
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<classwise_trainer::bench::BenchModel>().map_err(|e| e.to_string()))]
+    model: Vec<classwise_trainer::bench::BenchModel>,
+    /// The training steps to time: pgd-at, trades (comma-separated) [default: both].
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<classwise_trainer::bench::Workload>().map_err(|e| e.to_string()))]
+    workload: Vec<classwise_trainer::bench::Workload>,
+    /// One JSON object per measurement on stdout (model, workload, batch, img_per_s,
+    /// seconds_per_step, settings), the format of `tools/bench/reference.py`.
+    #[arg(long, conflicts_with = "autoattack")]
+    json: bool,
     /// Instead: time AutoAttack (standard) on this run's checkpoint, attack by attack.
     #[arg(long, value_name = "RUN")]
     autoattack: Option<PathBuf>,
@@ -168,9 +179,10 @@ pub struct BenchArgs {
     /// schedule rescaled).
     #[arg(long, value_enum, default_value = "original", requires = "autoattack")]
     settings: crate::aa_bench::Settings,
-    /// With --autoattack: the layout of the convolution kernels (as `eval --memory-format`).
-    #[arg(long, default_value = "channels-last", requires = "autoattack", value_parser = |s: &str| s.parse::<MemoryFormat>())]
-    memory_format: MemoryFormat,
+    /// The layout of the convolution kernels (as `eval --memory-format`) [default:
+    /// channels-last with --autoattack, contiguous (the training layout) otherwise].
+    #[arg(long, value_parser = |s: &str| s.parse::<MemoryFormat>())]
+    memory_format: Option<MemoryFormat>,
     /// With --autoattack: the crosscheck venv's python (`bash tools/crosscheck/setup.sh`); also
     /// times torchattacks' AutoAttack (with --settings) on the same images and prints the
     /// ratio.
@@ -549,7 +561,7 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
             test_per_class: a.test_per_class,
             batch_size: a.aa_batch_size,
             no_window: a.no_window,
-            memory_format: a.memory_format,
+            memory_format: a.memory_format.unwrap_or(MemoryFormat::ChannelsLast),
             settings: a.settings,
             python: a.python.as_deref(),
             data_dir: a.data_dir.as_deref(),
@@ -560,27 +572,56 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         })?;
         return Ok(ExitCode::SUCCESS);
     }
-    anyhow::ensure!(
-        a.batch >= 1 && a.steps >= 1,
-        "--batch and --steps must be >= 1"
-    );
-    let device = classwise_trainer::default_device();
-    let mut specs = classwise_trainer::bench::models();
-    if a.small_only {
-        specs.truncate(1);
-    }
-    println!(
-        "device {device:?}, {} threads, {}, batch {}, {} timed steps after 1 warm-up",
-        tch::get_num_threads(),
-        classwise_trainer::runtime::current(),
-        a.batch,
-        a.steps
-    );
-    for row in classwise_trainer::bench::run(&specs, a.batch, a.steps, device)? {
+    use classwise_trainer::bench::{BenchModel, BenchPlan, Workload};
+    let models = if a.small_only {
+        vec![BenchModel::SmallCnn]
+    } else if a.model.is_empty() {
+        BenchModel::ALL.to_vec()
+    } else {
+        a.model.clone()
+    };
+    let plan = BenchPlan {
+        models,
+        workloads: if a.workload.is_empty() {
+            Workload::ALL.to_vec()
+        } else {
+            a.workload.clone()
+        },
+        batch: a.batch,
+        steps: a.steps,
+        memory_format: a.memory_format.unwrap_or_default(),
+        device: classwise_trainer::default_device(),
+    };
+    if !a.json {
         println!(
-            "{:<40} {:<10} {:>8.3} s/step {:>9.1} img/s",
-            row.model, row.method, row.seconds_per_step, row.images_per_second
+            "device {:?}, {} threads, {}, batch {}, {} timed steps after 1 warm-up, {} kernels",
+            plan.device,
+            tch::get_num_threads(),
+            classwise_trainer::runtime::current(),
+            plan.batch,
+            plan.steps,
+            plan.memory_format.name()
         );
+    }
+    let mut failed = None;
+    classwise_trainer::bench::run(&plan, |row| {
+        if a.json {
+            match serde_json::to_string(row) {
+                Ok(line) => println!("{line}"),
+                Err(e) => failed = Some(e),
+            }
+        } else {
+            println!(
+                "{:<40} {:<10} {:>8.3} s/step {:>9.1} img/s",
+                row.model_description,
+                row.workload.name(),
+                row.seconds_per_step,
+                row.img_per_s
+            );
+        }
+    })?;
+    if let Some(e) = failed {
+        anyhow::bail!("bench: could not write a measurement as JSON: {e}");
     }
     Ok(ExitCode::SUCCESS)
 }

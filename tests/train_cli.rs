@@ -533,7 +533,67 @@ fn bench_prints_images_per_second() {
         .unwrap();
     let t = text(&out);
     assert!(
-        out.status.success() && t.contains("img/s") && t.contains("pgd-10 at"),
+        out.status.success() && t.contains("img/s") && t.contains("pgd-at"),
+        "{t}"
+    );
+}
+
+/// `bench --json`: one object per model × workload asked for, in the format of
+/// `tools/bench/reference.py`, with the settings it ran with; a bad name is refused by name.
+#[test]
+fn bench_json_prints_one_object_per_measurement() {
+    let out = classwise(&[
+        "bench",
+        "--json",
+        "--model",
+        "small-cnn",
+        "--workload",
+        "trades,pgd-at",
+        "--batch",
+        "4",
+        "--steps",
+        "2",
+        "--memory-format",
+        "channels-last",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for (row, workload) in rows.iter().zip(["trades", "pgd-at"]) {
+        assert_eq!(row["implementation"], "classwise");
+        assert_eq!(row["model"], "small-cnn");
+        assert_eq!(row["workload"], workload);
+        assert_eq!(row["batch"], 4);
+        let (ips, sps) = (
+            row["img_per_s"].as_f64().unwrap(),
+            row["seconds_per_step"].as_f64().unwrap(),
+        );
+        assert!(sps > 0.0 && (ips * sps - 4.0).abs() < 1e-9, "{row}");
+        let s = &row["settings"];
+        assert_eq!(s["memory_format"], "channels-last");
+        assert_eq!(
+            (s["steps"].clone(), s["warmup"].clone()),
+            (2.into(), 1.into())
+        );
+        assert_eq!(s["attack_steps"], 10);
+        assert!(
+            (s["eps"].as_f64().unwrap() - 8.0 / 255.0).abs() < 1e-15,
+            "{row}"
+        );
+        assert!(s["threads"].as_i64().unwrap() >= 1, "{row}");
+    }
+    let out = classwise(&["bench", "--json", "--model", "vgg"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(
+        !out.status.success() && t.contains("vgg") && t.contains("small-cnn"),
         "{t}"
     );
 }

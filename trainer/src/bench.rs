@@ -1,6 +1,10 @@
-//! `classwise bench`: images per second of one training step (PGD-10 AT and TRADES) for the
+//! `classwise bench`: images per second of one training step (PGD-10 AT and TRADES-10) for the
 //! models the CPU presets and the papers use, on the current device and thread count. Timed
 //! after one warm-up step; it prints numbers and asserts nothing.
+//!
+//! Each measurement is a [`BenchRow`], which serialises to the same JSON object the PyTorch
+//! reference `tools/bench/reference.py` prints, so that `tools/bench/side_by_side.py` can
+//! compare the two process by process.
 
 use std::time::Instant;
 
@@ -8,105 +12,250 @@ use serde::Serialize;
 use tch::{Device, Kind, Tensor};
 
 use crate::attack::Pgd;
-use crate::error::Result;
-use crate::model::{Architecture, Model, ModelSpec};
+use crate::error::{Result, TrainerError, invalid};
+use crate::model::{Architecture, MemoryFormat, Model, ModelSpec};
+use crate::runtime::Tuning;
 use crate::train::{
     ClassPlan, Method, PgdAt, Sgd, SgdConfig, StepSettings, Trades, TradesScaling, train_epoch,
 };
 
-/// One measurement.
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchRow {
-    pub model: String,
-    pub method: String,
-    pub batch: usize,
-    pub seconds_per_step: f64,
-    pub images_per_second: f64,
+/// ε of every workload: 8/255, the CIFAR-10 budget of the papers.
+pub const EPS: f64 = 8.0 / 255.0;
+/// Step of the 10-step attacks: 2/255.
+pub const ATTACK_STEP: f64 = 2.0 / 255.0;
+/// Attack steps of every workload.
+pub const ATTACK_STEPS: usize = 10;
+/// TRADES' β.
+pub const BETA: f64 = 6.0;
+/// The optimiser of every workload: SGD, learning rate 0.01, momentum 0.9, weight decay 5e-4.
+pub const SGD: (f64, SgdConfig) = (
+    0.01,
+    SgdConfig {
+        momentum: 0.9,
+        weight_decay: 5e-4,
+        nesterov: false,
+    },
+);
+
+/// A network of the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BenchModel {
+    /// TRADES' SmallCNN on 1×28×28 (the Fashion-MNIST presets).
+    SmallCnn,
+    /// CFA's PreActResNet-18 on 3×32×32 (the CIFAR-10 presets).
+    PreactResnet18,
 }
 
-/// The models of the benchmark: TRADES SmallCNN on 1×28×28 and CFA's PreActResNet-18 on 3×32×32.
-pub fn models() -> Vec<ModelSpec> {
-    vec![
-        ModelSpec::new(Architecture::small_cnn(), 10, [1, 28, 28]),
-        ModelSpec::new(
-            Architecture::PreActResNet18 {
-                final_bn_relu: true,
-            },
-            10,
-            [3, 32, 32],
-        ),
-    ]
+impl BenchModel {
+    /// Both, in the order they are measured.
+    pub const ALL: [BenchModel; 2] = [BenchModel::SmallCnn, BenchModel::PreactResnet18];
+
+    /// The command-line (and JSON) name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchModel::SmallCnn => "small-cnn",
+            BenchModel::PreactResnet18 => "preact-resnet18",
+        }
+    }
+
+    /// The model spec (10 classes, no input normalisation).
+    pub fn spec(self) -> ModelSpec {
+        match self {
+            BenchModel::SmallCnn => ModelSpec::new(Architecture::small_cnn(), 10, [1, 28, 28]),
+            BenchModel::PreactResnet18 => ModelSpec::new(
+                Architecture::PreActResNet18 {
+                    final_bn_relu: true,
+                },
+                10,
+                [3, 32, 32],
+            ),
+        }
+    }
 }
 
-/// Times `steps` training steps (after one warm-up) of PGD-10 AT and TRADES (10 steps) for each
-/// spec at batch size `batch`.
-pub fn run(
-    specs: &[ModelSpec],
-    batch: usize,
-    steps: usize,
-    device: Device,
-) -> Result<Vec<BenchRow>> {
-    let mut rows = Vec::new();
-    let eps = 8.0 / 255.0;
-    let methods = [
-        (
-            "pgd-10 at",
-            Method::PgdAt(PgdAt {
-                attack: Pgd::ce(10, 2.0 / 255.0),
+impl std::str::FromStr for BenchModel {
+    type Err = TrainerError;
+    fn from_str(s: &str) -> Result<Self> {
+        BenchModel::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| invalid("model", s, "small-cnn or preact-resnet18"))
+    }
+}
+
+/// A workload of the benchmark: one training step of a method, attack included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    /// PGD-AT (Madry et al.): PGD-10 on the cross-entropy from a uniform start, with the model in
+    /// eval mode, then a train-mode step on the adversarial batch.
+    PgdAt,
+    /// TRADES (Zhang et al., `yaodongyu/TRADES:trades.py`): 10 steps on the KL from a 0.001
+    /// Gaussian start in eval mode, then CE(x) + β·KL on a train-mode step.
+    Trades,
+}
+
+impl Workload {
+    /// Both, in the order they are measured.
+    pub const ALL: [Workload; 2] = [Workload::PgdAt, Workload::Trades];
+
+    /// The command-line (and JSON) name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::PgdAt => "pgd-at",
+            Workload::Trades => "trades",
+        }
+    }
+
+    /// The training method of this workload.
+    pub fn method(self) -> Method {
+        match self {
+            Workload::PgdAt => Method::PgdAt(PgdAt {
+                attack: Pgd::ce(ATTACK_STEPS, ATTACK_STEP),
                 attack_train_mode: false,
             }),
-        ),
-        (
-            "trades-10",
-            Method::Trades(Trades {
-                attack: Pgd::trades(10, 2.0 / 255.0),
+            Workload::Trades => Method::Trades(Trades {
+                attack: Pgd::trades(ATTACK_STEPS, ATTACK_STEP),
                 scaling: TradesScaling::Paper,
             }),
-        ),
-    ];
-    for spec in specs {
-        let model = Model::new(spec, device, 0)?;
+        }
+    }
+}
+
+impl std::str::FromStr for Workload {
+    type Err = TrainerError;
+    fn from_str(s: &str) -> Result<Self> {
+        Workload::ALL
+            .into_iter()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| invalid("workload", s, "pgd-at or trades"))
+    }
+}
+
+/// What a measurement ran with.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchSettings {
+    /// `cpu` or `cuda:N`.
+    pub device: String,
+    /// libtorch's intra-op threads.
+    pub threads: i32,
+    /// Layout of the convolution kernels.
+    pub memory_format: &'static str,
+    /// Timed steps (after `warmup`).
+    pub steps: usize,
+    pub warmup: usize,
+    pub attack_steps: usize,
+    pub attack_step: f64,
+    pub eps: f64,
+    /// TRADES' β (unused by PGD-AT).
+    pub beta: f64,
+    /// The process-wide CPU settings (`classwise_trainer::runtime`).
+    pub tuning: Tuning,
+}
+
+/// One measurement; one JSON object per line with `bench --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    /// `classwise` (the PyTorch reference writes `pytorch`).
+    pub implementation: &'static str,
+    pub model: BenchModel,
+    /// The spec, in words.
+    pub model_description: String,
+    pub workload: Workload,
+    pub batch: usize,
+    pub img_per_s: f64,
+    pub seconds_per_step: f64,
+    pub settings: BenchSettings,
+}
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchPlan {
+    pub models: Vec<BenchModel>,
+    pub workloads: Vec<Workload>,
+    pub batch: usize,
+    /// Timed steps per measurement (after one warm-up step).
+    pub steps: usize,
+    pub memory_format: MemoryFormat,
+    pub device: Device,
+}
+
+fn device_name(device: Device) -> String {
+    match device {
+        Device::Cuda(i) => format!("cuda:{i}"),
+        Device::Mps => "mps".into(),
+        Device::Vulkan => "vulkan".into(),
+        Device::Cpu => "cpu".into(),
+    }
+}
+
+/// Times every model × workload of `plan`; `each` is called with every row as it is measured.
+/// Inputs are uniform in [0, 1) and labels uniform over the classes (seeded by the model's
+/// seed, 0), so the attack and the step do their full work.
+pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<BenchRow>> {
+    if plan.batch == 0 || plan.steps == 0 {
+        return Err(invalid(
+            "batch/steps",
+            format!("{}/{}", plan.batch, plan.steps),
+            "at least 1 each",
+        ));
+    }
+    let device = plan.device;
+    let mut rows = Vec::new();
+    for &bench_model in &plan.models {
+        let spec = bench_model.spec();
+        let mut model = Model::new(&spec, device, 0)?;
+        model.set_memory_format(plan.memory_format)?;
         let [c, h, w] = spec.input_shape.map(|v| v as i64);
-        let x = Tensor::rand([batch as i64, c, h, w], (Kind::Float, device));
-        let y = Tensor::randint(
-            spec.num_classes as i64,
-            [batch as i64],
-            (Kind::Int64, device),
-        );
-        let plan = ClassPlan::uniform(spec.num_classes, eps, 6.0);
-        for (name, method) in &methods {
-            let mut sgd = Sgd::new(
-                model.var_store(),
-                SgdConfig {
-                    momentum: 0.9,
-                    weight_decay: 5e-4,
-                    nesterov: false,
-                },
-            )?;
+        let batch = plan.batch as i64;
+        let x = Tensor::rand([batch, c, h, w], (Kind::Float, device));
+        let y = Tensor::randint(spec.num_classes as i64, [batch], (Kind::Int64, device));
+        let class_plan = ClassPlan::uniform(spec.num_classes, EPS, BETA);
+        for &workload in &plan.workloads {
+            let method = workload.method();
+            let (lr, sgd_config) = SGD;
+            let mut sgd = Sgd::new(model.var_store(), sgd_config)?;
             let mut step = |n: usize| {
                 let batches = (0..n).map(|_| Ok((x.shallow_clone(), y.shallow_clone())));
                 train_epoch(
                     &model,
                     &mut sgd,
-                    method,
-                    &plan,
+                    &method,
+                    &class_plan,
                     0,
                     batches,
-                    StepSettings::constant(0.01),
+                    StepSettings::constant(lr),
                     device,
                 )
             };
             step(1)?;
             let t0 = Instant::now();
-            step(steps)?;
-            let seconds_per_step = t0.elapsed().as_secs_f64() / steps as f64;
-            rows.push(BenchRow {
-                model: spec.describe(),
-                method: (*name).to_string(),
-                batch,
+            step(plan.steps)?;
+            let seconds_per_step = t0.elapsed().as_secs_f64() / plan.steps as f64;
+            let row = BenchRow {
+                implementation: "classwise",
+                model: bench_model,
+                model_description: spec.describe(),
+                workload,
+                batch: plan.batch,
+                img_per_s: plan.batch as f64 / seconds_per_step,
                 seconds_per_step,
-                images_per_second: batch as f64 / seconds_per_step,
-            });
+                settings: BenchSettings {
+                    device: device_name(device),
+                    threads: tch::get_num_threads(),
+                    memory_format: plan.memory_format.name(),
+                    steps: plan.steps,
+                    warmup: 1,
+                    attack_steps: ATTACK_STEPS,
+                    attack_step: ATTACK_STEP,
+                    eps: EPS,
+                    beta: BETA,
+                    tuning: crate::runtime::current(),
+                },
+            };
+            each(&row);
+            rows.push(row);
         }
     }
     Ok(rows)
