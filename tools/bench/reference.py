@@ -117,7 +117,7 @@ def measure(name, workload, args):
         "img_per_s": args.batch / seconds,
         "seconds_per_step": seconds,
         "settings": {
-            "device": "cpu",
+            "device": "Cpu",  # as classwise writes tch::Device::Cpu
             "threads": torch.get_num_threads(),
             "memory_format": args.memory_format,
             "steps": args.steps,

@@ -77,10 +77,7 @@ impl BenchModel {
 impl std::str::FromStr for BenchModel {
     type Err = TrainerError;
     fn from_str(s: &str) -> Result<Self> {
-        BenchModel::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| invalid("model", s, "small-cnn or preact-resnet18"))
+        by_name(&BenchModel::ALL, BenchModel::name, "model", s)
     }
 }
 
@@ -126,17 +123,14 @@ impl Workload {
 impl std::str::FromStr for Workload {
     type Err = TrainerError;
     fn from_str(s: &str) -> Result<Self> {
-        Workload::ALL
-            .into_iter()
-            .find(|w| w.name() == s)
-            .ok_or_else(|| invalid("workload", s, "pgd-at or trades"))
+        by_name(&Workload::ALL, Workload::name, "workload", s)
     }
 }
 
 /// What a measurement ran with.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchSettings {
-    /// `cpu` or `cuda:N`.
+    /// The device as `env.json` and `doctor` write it (`Cpu`, `Cuda(0)`).
     pub device: String,
     /// libtorch's intra-op threads.
     pub threads: i32,
@@ -181,13 +175,12 @@ pub struct BenchPlan {
     pub device: Device,
 }
 
-fn device_name(device: Device) -> String {
-    match device {
-        Device::Cuda(i) => format!("cuda:{i}"),
-        Device::Mps => "mps".into(),
-        Device::Vulkan => "vulkan".into(),
-        Device::Cpu => "cpu".into(),
-    }
+/// The value of `all` whose `name` is `s`; otherwise an error naming `field` and every name.
+fn by_name<T: Copy>(all: &[T], name: fn(T) -> &'static str, field: &str, s: &str) -> Result<T> {
+    all.iter().copied().find(|&v| name(v) == s).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|&v| name(v)).collect();
+        invalid(field, s, format!("one of {}", names.join(", ")))
+    })
 }
 
 /// Times every model × workload of `plan`; `each` is called with every row as it is measured.
@@ -242,7 +235,7 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
                 img_per_s: plan.batch as f64 / seconds_per_step,
                 seconds_per_step,
                 settings: BenchSettings {
-                    device: device_name(device),
+                    device: format!("{device:?}"),
                     threads: tch::get_num_threads(),
                     memory_format: plan.memory_format.name(),
                     steps: plan.steps,
