@@ -128,11 +128,10 @@ pub struct EvalArgs {
     #[arg(long)]
     json: bool,
     /// Layout of the convolution kernels during the evaluation: channels-last (libtorch's
-    /// oneDNN convolutions then skip a reorder per call and the max-pools vectorise: forward
-    /// passes about 25% faster here, backward passes unchanged; the numbers differ from
-    /// contiguous only by float rounding) or contiguous (NCHW, as the model trains) [default:
-    /// channels-last for AutoAttack, whose Square is bound by forward passes; contiguous
-    /// otherwise, so that `eval` with the run's attack reproduces the run's report exactly].
+    /// oneDNN convolutions then skip a reorder per call and the max-pools vectorise) or
+    /// contiguous (NCHW); the numbers differ only by float rounding [default: channels-last
+    /// for AutoAttack; otherwise the run's own `memory_format`, so that `eval` with the run's
+    /// attack reproduces the run's report exactly].
     #[arg(long, value_parser = |s: &str| s.parse::<MemoryFormat>())]
     memory_format: Option<MemoryFormat>,
 }
@@ -159,6 +158,11 @@ pub struct BenchArgs {
     /// seconds_per_step, settings), the format of `tools/bench/reference.py`.
     #[arg(long, conflicts_with = "autoattack")]
     json: bool,
+    /// Also print where the timed steps spend their time, phase by phase (the batch from the
+    /// data, the attack's forward passes, input gradients and updates, the loss, the backward
+    /// pass, the optimiser); CPU only. With --json, a `profile` list in every object.
+    #[arg(long, conflicts_with = "autoattack")]
+    profile: bool,
     /// Instead: time AutoAttack (standard) on this run's checkpoint, attack by attack.
     #[arg(long, value_name = "RUN")]
     autoattack: Option<PathBuf>,
@@ -180,7 +184,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value = "original", requires = "autoattack")]
     settings: crate::aa_bench::Settings,
     /// The layout of the convolution kernels (as `eval --memory-format`) [default:
-    /// channels-last with --autoattack, contiguous (the training layout) otherwise].
+    /// channels-last, the training layout of the presets].
     #[arg(long, value_parser = |s: &str| s.parse::<MemoryFormat>())]
     memory_format: Option<MemoryFormat>,
     /// With --autoattack: the crosscheck venv's python (`bash tools/crosscheck/setup.sh`); also
@@ -260,7 +264,7 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
         anyhow::anyhow!("{}", e.in_section("eval")).context("--attack, --steps, --step or --inv-t")
     })?;
     let device = config.device.device()?;
-    let format = a.memory_format.unwrap_or_default();
+    let format = a.memory_format.unwrap_or(config.memory_format);
     let model = load_eval_model(dir, &a.checkpoint, device, format)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
     let (test, _) = test_subset(a, &config, &test_full)?;
@@ -454,7 +458,7 @@ fn protocol(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<Ex
     );
     let eps = config.eval.eps.clone(); // with --eps applied by `eval`
     let device = config.device.device()?;
-    let format = a.memory_format.unwrap_or_default();
+    let format = a.memory_format.unwrap_or(config.memory_format);
     let model = load_eval_model(dir, &a.checkpoint, device, format)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
     let (test, _) = test_subset(a, config, &test_full)?;
@@ -589,8 +593,9 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         },
         batch: a.batch,
         steps: a.steps,
-        memory_format: a.memory_format.unwrap_or_default(),
+        memory_format: a.memory_format.unwrap_or(MemoryFormat::ChannelsLast),
         device: classwise_trainer::default_device(),
+        profile: a.profile,
     };
     if !a.json {
         println!(
@@ -618,6 +623,20 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
                 row.seconds_per_step,
                 row.img_per_s
             );
+            for phase in row.profile.iter().flatten() {
+                let depth = phase.phase.matches('/').count();
+                let name = phase.phase.rsplit('/').next().unwrap_or(&phase.phase);
+                println!(
+                    "    {:indent$}{:<w$} {:>8.4} s/step {:>6.1}% {:>6.1} calls/step",
+                    "",
+                    name,
+                    phase.seconds_per_step,
+                    100.0 * phase.share,
+                    phase.calls_per_step,
+                    indent = 2 * depth,
+                    w = 24 - 2 * depth,
+                );
+            }
         }
     })?;
     if let Some(e) = failed {

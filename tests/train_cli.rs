@@ -555,6 +555,7 @@ fn bench_json_prints_one_object_per_measurement() {
         "2",
         "--memory-format",
         "channels-last",
+        "--profile",
     ])
     .output()
     .unwrap();
@@ -587,6 +588,57 @@ fn bench_json_prints_one_object_per_measurement() {
             "{row}"
         );
         assert!(s["threads"].as_i64().unwrap() >= 1, "{row}");
+        // The profile: the attack's 10 forward passes, input gradients and updates per step,
+        // inside the attack, inside the loss; every phase's parts within the phase, and the
+        // top-level phases (with `other`, the rest) adding up to the step.
+        let phases: std::collections::BTreeMap<String, (f64, f64)> = row["profile"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no profile: {row}"))
+            .iter()
+            .map(|p| {
+                (
+                    p["phase"].as_str().unwrap().to_string(),
+                    (
+                        p["seconds_per_step"].as_f64().unwrap(),
+                        p["calls_per_step"].as_f64().unwrap(),
+                    ),
+                )
+            })
+            .collect();
+        for part in ["forward", "backward", "update"] {
+            let (_, calls) = phases[&format!("loss/attack/{part}")];
+            assert_eq!(calls, 10.0, "{part}: {row}");
+        }
+        assert_eq!(phases["loss/attack"].1, 1.0, "{row}");
+        assert_eq!(
+            phases.contains_key("loss/attack/clean-forward"),
+            workload == "trades",
+            "TRADES' attack computes the clean probabilities once: {row}"
+        );
+        for (name, &(seconds, _)) in &phases {
+            let children: f64 = phases
+                .iter()
+                .filter(|(n, _)| {
+                    n.strip_prefix(name.as_str())
+                        .and_then(|rest| rest.strip_prefix('/'))
+                        .is_some_and(|rest| !rest.contains('/'))
+                })
+                .map(|(_, &(s, _))| s)
+                .sum();
+            assert!(
+                children <= seconds * (1.0 + 1e-9),
+                "{name}: parts {children} > {seconds}"
+            );
+        }
+        let top: f64 = ["data", "loss", "backward", "optimizer", "other"]
+            .iter()
+            .map(|n| phases[*n].0)
+            .sum();
+        assert!(
+            (top - sps).abs() <= 1e-6 * sps,
+            "top-level phases {top} vs step {sps}: {row}"
+        );
+        assert_eq!(phases["step"].0, sps, "{row}");
     }
     let out = classwise(&["bench", "--json", "--model", "vgg"])
         .output()

@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--classwise-memory-format", choices=("contiguous", "channels-last"),
-                    default="contiguous")
+                    help="classwise's layout [default: classwise's own, channels-last]")
     ap.add_argument("--torch-settings", default="contiguous,channels-last",
                     help="PyTorch settings to compare against, comma-separated: contiguous "
                          "(NCHW, PyTorch's default), channels-last; a suffix '+once' runs "
@@ -75,8 +75,9 @@ def main():
         print(f"round {r}/{args.rounds}", flush=True)
         for model, workload in pairs:
             sel = ["--model", model, "--workload", workload]
-            cw_cmd = [args.classwise, "bench", "--json", "--memory-format",
-                      args.classwise_memory_format] + sel + common
+            layout = (["--memory-format", args.classwise_memory_format]
+                      if args.classwise_memory_format else [])
+            cw_cmd = [args.classwise, "bench", "--json"] + layout + sel + common
             jobs = [("classwise", cw_cmd)]
             for s in torch_settings:
                 fmt, _, natural = s.partition("+")

@@ -14,6 +14,7 @@ use tch::{Device, Kind, Tensor};
 use crate::attack::Pgd;
 use crate::error::{Result, TrainerError, invalid};
 use crate::model::{Architecture, MemoryFormat, Model, ModelSpec};
+use crate::profile;
 use crate::runtime::Tuning;
 use crate::train::{
     ClassPlan, Method, PgdAt, Sgd, SgdConfig, StepSettings, Trades, TradesScaling, train_epoch,
@@ -161,6 +162,20 @@ pub struct BenchRow {
     pub img_per_s: f64,
     pub seconds_per_step: f64,
     pub settings: BenchSettings,
+    /// With `profile`: the phases of the timed steps ([`crate::profile`]), by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Vec<PhaseRow>>,
+}
+
+/// One phase of a profiled step.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseRow {
+    /// `data`, `loss`, `loss/attack/forward`, …: a phase's time includes its sub-phases'.
+    pub phase: String,
+    pub seconds_per_step: f64,
+    /// Share of the whole step.
+    pub share: f64,
+    pub calls_per_step: f64,
 }
 
 /// What to measure.
@@ -173,6 +188,8 @@ pub struct BenchPlan {
     pub steps: usize,
     pub memory_format: MemoryFormat,
     pub device: Device,
+    /// Record where the timed steps spend their time ([`crate::profile`]; CPU only).
+    pub profile: bool,
 }
 
 /// The value of `all` whose `name` is `s`; otherwise an error naming `field` and every name.
@@ -195,6 +212,13 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
         ));
     }
     let device = plan.device;
+    if plan.profile && device != Device::Cpu {
+        return Err(invalid(
+            "profile",
+            format!("{device:?}"),
+            "the CPU (CUDA kernels run asynchronously, so phase wall times would mislead)",
+        ));
+    }
     let mut rows = Vec::new();
     for &bench_model in &plan.models {
         let spec = bench_model.spec();
@@ -223,9 +247,11 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
                 )
             };
             step(1)?;
+            let recorder = plan.profile.then(profile::Recorder::start);
             let t0 = Instant::now();
             step(plan.steps)?;
             let seconds_per_step = t0.elapsed().as_secs_f64() / plan.steps as f64;
+            let profile = recorder.map(|r| phase_rows(r.finish(), plan.steps, seconds_per_step));
             let row = BenchRow {
                 implementation: "classwise",
                 model: bench_model,
@@ -246,10 +272,44 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
                     beta: BETA,
                     tuning: crate::runtime::current(),
                 },
+                profile,
             };
             each(&row);
             rows.push(row);
         }
     }
     Ok(rows)
+}
+
+/// The recorded phases per step, with `step` (the whole measured step) first and, for the top
+/// level, the time no phase covers (`other`: the loop's bookkeeping).
+fn phase_rows(
+    phases: std::collections::BTreeMap<String, profile::Phase>,
+    steps: usize,
+    seconds_per_step: f64,
+) -> Vec<PhaseRow> {
+    let n = steps as f64;
+    let row = |phase: &str, seconds: f64, calls: f64| PhaseRow {
+        phase: phase.to_string(),
+        seconds_per_step: seconds,
+        share: seconds / seconds_per_step,
+        calls_per_step: calls,
+    };
+    let top: f64 = phases
+        .iter()
+        .filter(|(name, _)| !name.contains('/'))
+        .map(|(_, p)| p.seconds / n)
+        .sum();
+    std::iter::once(row("step", seconds_per_step, 1.0))
+        .chain(
+            phases
+                .iter()
+                .map(|(name, p)| row(name, p.seconds / n, p.calls as f64 / n)),
+        )
+        .chain(std::iter::once(row(
+            "other",
+            (seconds_per_step - top).max(0.0),
+            1.0,
+        )))
+        .collect()
 }

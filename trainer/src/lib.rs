@@ -17,6 +17,7 @@ pub mod gradcheck;
 pub mod io;
 pub mod model;
 pub mod paths;
+pub mod profile;
 pub mod run;
 pub mod runtime;
 pub mod seed;

@@ -751,6 +751,19 @@ fn channels_last_kernels_change_only_the_layout() {
             .filter(|v| v.dim() == 4 && v.size()[1] > 1)
             .collect();
         assert!(!kernels.is_empty(), "{name}");
+        // Every kernel, one-channel ones included, has exactly the strides libtorch reads as
+        // channels-last: a [32, 1, 3, 3] kernel with contiguous strides would send the first
+        // convolution down the NCHW path.
+        for (n, v) in model.var_store().variables() {
+            if v.dim() == 4 {
+                assert!(
+                    MemoryFormat::is_channels_last(&v),
+                    "{name}: {n} {:?} {:?}",
+                    v.size(),
+                    v.stride()
+                );
+            }
+        }
         for k in &kernels {
             // The channel is the innermost dimension.
             assert_eq!(k.stride()[1], 1, "{name}: {:?} {:?}", k.size(), k.stride());
@@ -786,6 +799,27 @@ fn channels_last_kernels_change_only_the_layout() {
             "{name}: back to NCHW, the same logits"
         );
     }
+}
+
+#[test]
+fn channels_last_layout_of_one_channel_batches_has_libtorchs_strides() {
+    use classwise_trainer::model::MemoryFormat;
+    // [N, 1, H, W]: the same memory in both layouts, but libtorch tells them apart by the
+    // strides, so `apply` must set (H·W, 1, W, 1).
+    let x = images(3, [1, 5, 4], 9);
+    assert_eq!(x.stride(), [20, 20, 4, 1]);
+    assert!(!MemoryFormat::is_channels_last(&x));
+    let laid = MemoryFormat::ChannelsLast.apply(&x);
+    assert_eq!(laid.stride(), [20, 1, 4, 1]);
+    assert!(MemoryFormat::is_channels_last(&laid));
+    assert!(bit_equal(&laid, &x));
+    let back = MemoryFormat::Contiguous.apply(&laid);
+    assert!(back.is_contiguous() && bit_equal(&back, &x));
+    // Three channels: the channel becomes the innermost dimension.
+    let x3 = images(2, [3, 2, 2], 4);
+    let laid3 = MemoryFormat::ChannelsLast.apply(&x3);
+    assert_eq!(laid3.stride(), [12, 1, 6, 3]);
+    assert!(bit_equal(&laid3, &x3));
 }
 
 #[test]

@@ -12,6 +12,7 @@ use super::loss::AttackLoss;
 use super::{Attack, AttackInput, check_input, input_gradient, project};
 use crate::error::{Result, invalid};
 use crate::model::Classifier;
+use crate::profile;
 
 /// The random start of PGD.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -166,6 +167,7 @@ impl<'a> Ascent<'a> {
             StepSize::FractionOfEps(f) => &eps * f,
         };
         let clean_prob = if loss.needs_clean() {
+            let _clean = profile::scope("clean-forward");
             Some(tch::no_grad(|| {
                 model
                     .forward_t(input.x, input.train)
@@ -206,9 +208,12 @@ impl<'a> Ascent<'a> {
     /// `zjfheart/Friendly-Adversarial-Training:earlystop.py`); `noise` = 0 is [`Ascent::step`].
     pub fn noisy_step(&self, x_adv: &Tensor, noise: f64) -> Result<Tensor> {
         let xa = x_adv.detach().set_requires_grad(true);
-        let z = self.model.forward_t(&xa, self.input.train);
-        let loss = self.loss.value(&z, self.input.y, self.clean_prob.as_ref());
-        let g = input_gradient(&loss, &xa)?;
+        let loss = profile::timed("forward", || {
+            let z = self.model.forward_t(&xa, self.input.train);
+            self.loss.value(&z, self.input.y, self.clean_prob.as_ref())
+        });
+        let g = profile::timed("backward", || input_gradient(&loss, &xa))?;
+        let _update = profile::scope("update");
         Ok(tch::no_grad(|| {
             let ascended = x_adv + &self.alpha * g.sign();
             let ascended = if noise > 0.0 {
@@ -242,6 +247,7 @@ impl Attack for Pgd {
 
     fn perturb(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<Tensor> {
         self.validate()?;
+        let _attack = profile::scope("attack");
         let ascent = Ascent::new(model, input, self.step, self.loss)?;
         let mut x_adv = ascent.start(self.start);
         for _ in 0..self.steps {

@@ -80,6 +80,8 @@ pub struct Model {
     net: Box<dyn Net>,
     /// Whether [`Classifier::window_forward`] is offered (on by default).
     window: bool,
+    /// The layout of the kernels, in which every input is laid out before the first layer.
+    format: MemoryFormat,
 }
 
 impl Model {
@@ -141,6 +143,7 @@ impl Model {
             vs,
             net,
             window: true,
+            format: MemoryFormat::Contiguous,
         }
     }
 
@@ -155,8 +158,12 @@ impl Model {
     /// so the variable store, the checkpoints (written contiguous) and the fingerprint are
     /// unchanged. With channels-last kernels libtorch's oneDNN convolutions take and return
     /// channels-last maps, which the ReLUs and max-pools keep: no reorder per call, and a
-    /// vectorised max-pool. The logits change only by float rounding.
+    /// vectorised max-pool. Every input of [`ModuleT::forward_t`] is laid out in `format` on
+    /// entry (a copy when it is not already), so that the first convolution takes the same
+    /// path as the others and the input gradient of an attack comes back in the batch's own
+    /// layout. The logits change only by float rounding.
     pub fn set_memory_format(&mut self, format: MemoryFormat) -> Result<()> {
+        self.format = format;
         tch::no_grad(|| {
             for (_, mut v) in self.vs.variables() {
                 if v.dim() == 4 {
@@ -168,20 +175,9 @@ impl Model {
         })
     }
 
-    /// The layout of the convolution kernels ([`Model::set_memory_format`]); a model without
-    /// 4-D variables reports [`MemoryFormat::Contiguous`].
+    /// The layout set by [`Model::set_memory_format`] (contiguous for a new or loaded model).
     pub fn memory_format(&self) -> MemoryFormat {
-        let kernels: Vec<Tensor> = self
-            .vs
-            .variables()
-            .into_values()
-            .filter(|v| v.dim() == 4)
-            .collect();
-        if !kernels.is_empty() && kernels.iter().all(MemoryFormat::is_channels_last) {
-            MemoryFormat::ChannelsLast
-        } else {
-            MemoryFormat::Contiguous
-        }
+        self.format
     }
 
     /// The spec this model was built from.
@@ -252,6 +248,14 @@ impl ModuleT for Model {
     /// Normalisation (if the spec has one), then the network. `train` selects BatchNorm's
     /// training mode (batch statistics, running statistics updated) and SmallCNN's dropout.
     fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
+        let laid;
+        let xs = match self.format {
+            MemoryFormat::Contiguous => xs,
+            MemoryFormat::ChannelsLast => {
+                laid = self.format.apply(xs);
+                &laid
+            }
+        };
         match &self.normalize {
             Some(norm) => self.net.forward_t(&norm.forward(xs), train),
             None => self.net.forward_t(xs, train),
@@ -281,7 +285,8 @@ impl Classifier for Model {
 /// The memory layout of 4-D tensors (PyTorch's `torch.memory_format`, which tch does not
 /// expose): `[N, C, H, W]` stored row-major (`Contiguous`), or with the channel innermost
 /// (`ChannelsLast`, i.e. stored as `[N, H, W, C]`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum MemoryFormat {
     /// NCHW, libtorch's default.
     #[default]
@@ -299,30 +304,52 @@ impl MemoryFormat {
         }
     }
 
-    /// A copy of the 4-D tensor `t` laid out in this format (`t` itself when it already is).
+    /// `t` laid out in this format, with exactly the strides libtorch gives
+    /// `t.contiguous(memory_format=...)`: `t` itself when it has them, else a copy. Size-1
+    /// dimensions count: libtorch reads the layout from all the strides
+    /// (`suggest_memory_format`), so a `[N, 1, H, W]` batch or a 1×1 kernel with the other
+    /// layout's strides takes the other layout's kernels. Channels-last applies to 4-D
+    /// tensors; others are returned as they are.
     pub fn apply(self, t: &Tensor) -> Tensor {
-        match self {
-            MemoryFormat::Contiguous => t.contiguous(),
-            MemoryFormat::ChannelsLast if Self::is_channels_last(t) => t.shallow_clone(),
-            MemoryFormat::ChannelsLast => {
-                t.permute([0, 2, 3, 1]).contiguous().permute([0, 3, 1, 2])
+        let size = t.size();
+        let want = match self {
+            MemoryFormat::Contiguous => {
+                let mut strides = vec![1i64; size.len()];
+                for d in (0..size.len().saturating_sub(1)).rev() {
+                    strides[d] = strides[d + 1] * size[d + 1].max(1);
+                }
+                strides
             }
+            MemoryFormat::ChannelsLast if size.len() == 4 => {
+                Self::channels_last_strides(&size).to_vec()
+            }
+            MemoryFormat::ChannelsLast => return t.shallow_clone(),
+        };
+        if t.stride() == want {
+            return t.shallow_clone();
         }
+        let mut out = Tensor::empty_strided(&size, &want, (t.kind(), t.device()));
+        out.copy_(t);
+        out
     }
 
-    /// Whether the 4-D tensor `t` has channels-last strides, (H·W·C, 1, W·C, C), ignoring the
-    /// strides of dimensions of size 1 (with one channel both layouts are the same memory).
+    /// The strides of a channels-last `[N, C, H, W]` tensor: (H·W·C, 1, W·C, C).
+    fn channels_last_strides(size: &[i64]) -> [i64; 4] {
+        [size[1] * size[2] * size[3], 1, size[3] * size[1], size[1]]
+    }
+
+    /// Whether the 4-D tensor `t` has exactly the strides of PyTorch's
+    /// `t.contiguous(memory_format=torch.channels_last)`, (H·W·C, 1, W·C, C), size-1
+    /// dimensions included. With one channel both layouts are the same memory, but libtorch
+    /// reads the layout from the strides (`suggest_memory_format`): a `[N, 1, H, W]` batch
+    /// with contiguous strides sends the first convolution down the NCHW path and every
+    /// layer after it through a reorder.
     pub fn is_channels_last(t: &Tensor) -> bool {
         let size = t.size();
         if size.len() != 4 {
             return false;
         }
-        let want = [size[1] * size[2] * size[3], 1, size[3] * size[1], size[1]];
-        t.stride()
-            .iter()
-            .zip(want)
-            .zip(&size)
-            .all(|((&got, want), &n)| n == 1 || got == want)
+        t.stride() == Self::channels_last_strides(&size)
     }
 }
 

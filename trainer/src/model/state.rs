@@ -209,6 +209,7 @@ impl Model {
     /// Draws nothing from libtorch's generator.
     pub fn try_clone(&self) -> Result<Model> {
         let mut copy = Model::build(self.spec(), self.device(), false);
+        copy.set_memory_format(self.memory_format())?;
         copy.load_state(&self.variables_sorted())?;
         Ok(copy)
     }

@@ -7,7 +7,7 @@ use crate::attack::Pgd;
 use crate::data::{Augment, DataSource, SplitSpec};
 use crate::error::{IoContext, Result, invalid};
 use crate::eval::RobustCounting;
-use crate::model::ModelSpec;
+use crate::model::{MemoryFormat, ModelSpec};
 use crate::train::{LrSchedule, Method, Needs, RuleConfig, RuleContext, SgdConfig};
 use classwise_core::average::{Averaging, EmaSettings, FawaSettings};
 use classwise_core::select::Selection;
@@ -85,6 +85,10 @@ pub enum DeviceChoice {
     Auto,
     Cpu,
     Cuda,
+}
+
+fn default_memory_format() -> MemoryFormat {
+    MemoryFormat::ChannelsLast
 }
 
 impl DeviceChoice {
@@ -238,6 +242,12 @@ pub struct RunConfig {
     pub epochs: usize,
     #[serde(default)]
     pub device: DeviceChoice,
+    /// The layout of the kernels and activations in training and in the run's evaluations:
+    /// `channels-last` (the default; libtorch's oneDNN convolutions then need no reorder per
+    /// call and the max-pools vectorise) or `contiguous` (NCHW, PyTorch's default). The two
+    /// differ only by float rounding (`classwise bench --memory-format` measures both).
+    #[serde(default = "default_memory_format")]
+    pub memory_format: MemoryFormat,
     pub batch_size: usize,
     pub data: DataConfig,
     pub model: ModelSpec,

@@ -187,6 +187,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
         ));
     }
     let mut model = Model::new(&config.model, device, config.seed as i64)?;
+    model.set_memory_format(config.memory_format)?;
     let mut sgd = Sgd::new(model.var_store(), config.optimizer)?;
     let mut rule = config.rule.build(config.rule_context(k))?;
     let checkpoints = dir.0.join("checkpoints");

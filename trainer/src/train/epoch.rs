@@ -10,6 +10,7 @@ use super::optim::Sgd;
 use super::plan::ClassPlan;
 use crate::error::{Result, TrainerError};
 use crate::model::Classifier;
+use crate::profile;
 
 /// What an epoch measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,7 +61,11 @@ pub fn train_epoch(
     let mut correct = Tensor::zeros([k as i64], (Kind::Int64, device));
     let mut total = Tensor::zeros([k as i64], (Kind::Int64, device));
     let (mut loss_sum, mut n_batches) = (0.0, 0usize);
-    for (i, batch) in batches.into_iter().enumerate() {
+    let mut batches = batches.into_iter();
+    for i in 0.. {
+        let Some(batch) = profile::timed("data", || batches.next()) else {
+            break;
+        };
         let (x, y) = batch?;
         let (x, y) = (x.to_device(device), y.to_device(device));
         let step = settings(i);
@@ -72,7 +77,9 @@ pub fn train_epoch(
             &scaled
         };
         optimizer.zero_grad();
-        let out = objective.loss(model, &x, &y, StepContext { plan, epoch })?;
+        let out = profile::timed("loss", || {
+            objective.loss(model, &x, &y, StepContext { plan, epoch })
+        })?;
         let loss = out.loss.double_value(&[]);
         if !loss.is_finite() {
             return Err(TrainerError::Invalid {
@@ -83,8 +90,8 @@ pub fn train_epoch(
                     .into(),
             });
         }
-        out.loss.backward();
-        optimizer.step(step.lr);
+        profile::timed("backward", || out.loss.backward());
+        profile::timed("optimizer", || optimizer.step(step.lr));
         let y = y.to_kind(Kind::Int64);
         total = total.f_index_add(0, &y, &y.ones_like())?;
         correct = correct.f_index_add(0, &y, &out.correct.to_kind(Kind::Int64))?;
