@@ -55,8 +55,9 @@ enum Command {
     Train(trainer_cli::TrainArgs),
     /// Class-wise evaluation of a run's checkpoint under an attack.
     Eval(trainer_cli::EvalArgs),
-    /// Images per second of one PGD-10 AT and one TRADES training step; with --autoattack RUN,
-    /// AutoAttack's seconds per image (and torchattacks', with --python).
+    /// Images per second of one PGD-10 AT and one TRADES training step and of one PGD-20
+    /// evaluation batch; with --autoattack RUN, AutoAttack's seconds per image (and
+    /// torchattacks', with --python).
     Bench(trainer_cli::BenchArgs),
     /// The project's end-to-end showcase, every output written to one folder: the environment
     /// report and a libtorch gradient self-check, the numerical check of the papers' theorems,

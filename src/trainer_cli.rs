@@ -151,7 +151,8 @@ pub struct BenchArgs {
     /// The networks to time: small-cnn, preact-resnet18 (comma-separated) [default: both].
     #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<classwise_trainer::bench::BenchModel>().map_err(|e| e.to_string()))]
     model: Vec<classwise_trainer::bench::BenchModel>,
-    /// The training steps to time: pgd-at, trades (comma-separated) [default: both].
+    /// What to time (comma-separated): pgd-at and trades (training steps), eval-pgd20 (a batch
+    /// of `eval --attack pgd --steps 20`) [default: all three].
     #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<classwise_trainer::bench::Workload>().map_err(|e| e.to_string()))]
     workload: Vec<classwise_trainer::bench::Workload>,
     /// One JSON object per measurement on stdout (model, workload, batch, img_per_s,

@@ -528,12 +528,31 @@ fn bad_train_input_is_reported_not_panicked() {
 
 #[test]
 fn bench_prints_images_per_second() {
-    let out = classwise(&["bench", "--small-only", "--batch", "8", "--steps", "1"])
+    let out = classwise(&["bench", "--small-only", "--batch", "10", "--steps", "1"])
         .output()
         .unwrap();
     let t = text(&out);
     assert!(
         out.status.success() && t.contains("img/s") && t.contains("pgd-at"),
+        "{t}"
+    );
+    // Every workload by default: the two training steps and the evaluation batch.
+    for workload in ["pgd-at", "trades", "eval-pgd20"] {
+        assert_eq!(
+            t.lines()
+                .filter(|l| l.contains("img/s") && l.contains(workload))
+                .count(),
+            1,
+            "{workload}: {t}"
+        );
+    }
+    // The evaluation reports every class, so its batch holds one image of each at least.
+    let out = classwise(&["bench", "--small-only", "--batch", "8", "--steps", "1"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(
+        out.status.code() == Some(1) && t.contains("batch") && t.contains("at least 10"),
         "{t}"
     );
 }

@@ -12,6 +12,9 @@ The workloads are written as a PyTorch user writes them, following the papers' p
   CE(model(x), y) + beta * KL(batchmean). `--natural every-step` (the default) recomputes
   model(x_natural) inside the attack loop, as trades.py does; `--natural once` computes it
   once before the loop (the same maths, and what classwise does).
+- eval-pgd20: one evaluation batch, torchattacks 3.5.1's PGD (20 steps of 2/255 from a uniform
+  start, model in eval mode) and the clean and adversarial predictions; classwise times its
+  `eval` per batch (trainer/src/eval/mod.rs `evaluate`).
 Shared: eps 8/255, step 2/255, beta 6, SGD lr 0.01 momentum 0.9 weight decay 5e-4, inputs
 uniform in [0, 1), labels uniform over 10 classes, one warm-up step, then `--steps` timed.
 
@@ -34,6 +37,7 @@ from classwise_models import PreActResNet18, SmallCnn  # noqa: E402
 EPS = 8.0 / 255.0
 ATTACK_STEP = 2.0 / 255.0
 ATTACK_STEPS = 10
+EVAL_ATTACK_STEPS = 20
 BETA = 6.0
 LR, MOMENTUM, WEIGHT_DECAY = 0.01, 0.9, 5e-4
 
@@ -43,7 +47,7 @@ MODELS = {
     "preact-resnet18": (lambda: PreActResNet18(3, 10, True), (3, 32, 32),
                         "PreActResNet-18, 10 classes, input 3x32x32"),
 }
-WORKLOADS = ("pgd-at", "trades")
+WORKLOADS = ("pgd-at", "trades", "eval-pgd20")
 
 
 def project(x_adv, x):
@@ -89,7 +93,23 @@ def trades_step(model, opt, x, y, natural):
     opt.step()
 
 
-STEPS = {"pgd-at": pgd_at_step, "trades": trades_step}
+def eval_pgd20_step(model, opt, x, y, natural):
+    # torchattacks' PGD (3.5.1, as its users call it) with classwise's settings, then the clean
+    # and adversarial predictions, as an evaluation loop does per batch.
+    import torchattacks
+    model.eval()
+    atk = torchattacks.PGD(model, eps=EPS, alpha=ATTACK_STEP, steps=EVAL_ATTACK_STEPS,
+                           random_start=True)
+    x_adv = atk(x, y)
+    with torch.no_grad():
+        clean = model(x).argmax(1)
+        adv = model(x_adv).argmax(1)
+    return (clean == y) & (adv == y)
+
+
+STEPS = {"pgd-at": pgd_at_step, "trades": trades_step, "eval-pgd20": eval_pgd20_step}
+ATTACK_STEPS_OF = {"pgd-at": ATTACK_STEPS, "trades": ATTACK_STEPS,
+                   "eval-pgd20": EVAL_ATTACK_STEPS}
 
 
 def measure(name, workload, args):
@@ -99,7 +119,7 @@ def measure(name, workload, args):
     fmt = torch.channels_last if args.memory_format == "channels-last" else torch.contiguous_format
     model = model.to(memory_format=fmt)
     x = torch.rand((args.batch, *shape)).to(memory_format=fmt)
-    y = torch.randint(10, (args.batch,))
+    y = torch.arange(args.batch) % 10  # every class, as classwise bench
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM,
                           weight_decay=WEIGHT_DECAY)
     step = STEPS[workload]
@@ -122,7 +142,7 @@ def measure(name, workload, args):
             "memory_format": args.memory_format,
             "steps": args.steps,
             "warmup": 1,
-            "attack_steps": ATTACK_STEPS,
+            "attack_steps": ATTACK_STEPS_OF[workload],
             "attack_step": ATTACK_STEP,
             "eps": EPS,
             "beta": BETA,

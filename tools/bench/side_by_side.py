@@ -45,7 +45,7 @@ def main():
                     help="the classwise binary [default: target/release/classwise]")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--model", default="small-cnn,preact-resnet18")
-    ap.add_argument("--workload", default="pgd-at,trades")
+    ap.add_argument("--workload", default="pgd-at,trades,eval-pgd20")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--classwise-memory-format", choices=("contiguous", "channels-last"),

@@ -1,6 +1,7 @@
-//! `classwise bench`: images per second of one training step (PGD-10 AT and TRADES-10) for the
-//! models the CPU presets and the papers use, on the current device and thread count. Timed
-//! after one warm-up step; it prints numbers and asserts nothing.
+//! `classwise bench`: images per second of one training step (PGD-10 AT and TRADES-10) and of
+//! one evaluation batch (PGD-20) for the models the CPU presets and the papers use, on the
+//! current device and thread count. Timed after one warm-up step; it prints numbers and asserts
+//! nothing.
 //!
 //! Each measurement is a [`BenchRow`], which serialises to the same JSON object the PyTorch
 //! reference `tools/bench/reference.py` prints, so that `tools/bench/side_by_side.py` can
@@ -13,6 +14,7 @@ use tch::{Device, Kind, Tensor};
 
 use crate::attack::Pgd;
 use crate::error::{Result, TrainerError, invalid};
+use crate::eval::{RobustCounting, evaluate};
 use crate::model::{Architecture, MemoryFormat, Model, ModelSpec};
 use crate::profile;
 use crate::runtime::Tuning;
@@ -24,8 +26,10 @@ use crate::train::{
 pub const EPS: f64 = 8.0 / 255.0;
 /// Step of the 10-step attacks: 2/255.
 pub const ATTACK_STEP: f64 = 2.0 / 255.0;
-/// Attack steps of every workload.
+/// Attack steps of the training workloads.
 pub const ATTACK_STEPS: usize = 10;
+/// Attack steps of the evaluation workload (PGD-20, the papers' usual evaluation).
+pub const EVAL_ATTACK_STEPS: usize = 20;
 /// TRADES' β.
 pub const BETA: f64 = 6.0;
 /// The optimiser of every workload: SGD, learning rate 0.01, momentum 0.9, weight decay 5e-4.
@@ -92,31 +96,46 @@ pub enum Workload {
     /// TRADES (Zhang et al., `yaodongyu/TRADES:trades.py`): 10 steps on the KL from a 0.001
     /// Gaussian start in eval mode, then CE(x) + β·KL on a train-mode step.
     Trades,
+    /// The evaluation of one batch as `classwise eval --attack pgd --steps 20` runs it
+    /// ([`crate::eval::evaluate`]): PGD-20 on the CE from a uniform start, model in eval
+    /// mode, then the clean and adversarial predictions (and eval's check of the adversarial
+    /// predictions in two halves). Not a training step: no update.
+    EvalPgd20,
 }
 
 impl Workload {
-    /// Both, in the order they are measured.
-    pub const ALL: [Workload; 2] = [Workload::PgdAt, Workload::Trades];
+    /// Every workload, in the order they are measured.
+    pub const ALL: [Workload; 3] = [Workload::PgdAt, Workload::Trades, Workload::EvalPgd20];
 
     /// The command-line (and JSON) name.
     pub fn name(self) -> &'static str {
         match self {
             Workload::PgdAt => "pgd-at",
             Workload::Trades => "trades",
+            Workload::EvalPgd20 => "eval-pgd20",
         }
     }
 
-    /// The training method of this workload.
-    pub fn method(self) -> Method {
+    /// The training method of a training workload; `None` for the evaluation.
+    pub fn method(self) -> Option<Method> {
         match self {
-            Workload::PgdAt => Method::PgdAt(PgdAt {
+            Workload::PgdAt => Some(Method::PgdAt(PgdAt {
                 attack: Pgd::ce(ATTACK_STEPS, ATTACK_STEP),
                 attack_train_mode: false,
-            }),
-            Workload::Trades => Method::Trades(Trades {
+            })),
+            Workload::Trades => Some(Method::Trades(Trades {
                 attack: Pgd::trades(ATTACK_STEPS, ATTACK_STEP),
                 scaling: TradesScaling::Paper,
-            }),
+            })),
+            Workload::EvalPgd20 => None,
+        }
+    }
+
+    /// The attack's steps.
+    pub fn attack_steps(self) -> usize {
+        match self {
+            Workload::PgdAt | Workload::Trades => ATTACK_STEPS,
+            Workload::EvalPgd20 => EVAL_ATTACK_STEPS,
         }
     }
 }
@@ -201,8 +220,9 @@ fn by_name<T: Copy>(all: &[T], name: fn(T) -> &'static str, field: &str, s: &str
 }
 
 /// Times every model × workload of `plan`; `each` is called with every row as it is measured.
-/// Inputs are uniform in [0, 1) and labels uniform over the classes (seeded by the model's
-/// seed, 0), so the attack and the step do their full work.
+/// Inputs are uniform in [0, 1) (seeded by the model's seed, 0) and labels cycle through the
+/// classes, so the attack and the step do their full work and the evaluation's per-class
+/// report has every class (which needs a batch of at least one image per class).
 pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<BenchRow>> {
     if plan.batch == 0 || plan.steps == 0 {
         return Err(invalid(
@@ -222,29 +242,53 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
     let mut rows = Vec::new();
     for &bench_model in &plan.models {
         let spec = bench_model.spec();
+        if plan.workloads.contains(&Workload::EvalPgd20) && plan.batch < spec.num_classes {
+            return Err(invalid(
+                "batch",
+                plan.batch,
+                format!(
+                    "at least {} with eval-pgd20 (one image per class for its class-wise report)",
+                    spec.num_classes
+                ),
+            ));
+        }
         let mut model = Model::new(&spec, device, 0)?;
         model.set_memory_format(plan.memory_format)?;
         let [c, h, w] = spec.input_shape.map(|v| v as i64);
         let batch = plan.batch as i64;
         let x = Tensor::rand([batch, c, h, w], (Kind::Float, device));
-        let y = Tensor::randint(spec.num_classes as i64, [batch], (Kind::Int64, device));
+        let y = Tensor::arange(batch, (Kind::Int64, device)).remainder(spec.num_classes as i64);
         let class_plan = ClassPlan::uniform(spec.num_classes, EPS, BETA);
+        let class_names: Vec<String> = (0..spec.num_classes).map(|k| k.to_string()).collect();
         for &workload in &plan.workloads {
-            let method = workload.method();
             let (lr, sgd_config) = SGD;
             let mut sgd = Sgd::new(model.var_store(), sgd_config)?;
-            let mut step = |n: usize| {
+            let eval_attack = Pgd::ce(EVAL_ATTACK_STEPS, ATTACK_STEP);
+            let mut step = |n: usize| -> Result<()> {
                 let batches = (0..n).map(|_| Ok((x.shallow_clone(), y.shallow_clone())));
-                train_epoch(
-                    &model,
-                    &mut sgd,
-                    &method,
-                    &class_plan,
-                    0,
-                    batches,
-                    StepSettings::constant(lr),
-                    device,
-                )
+                match workload.method() {
+                    Some(method) => train_epoch(
+                        &model,
+                        &mut sgd,
+                        &method,
+                        &class_plan,
+                        0,
+                        batches,
+                        StepSettings::constant(lr),
+                        device,
+                    )
+                    .map(drop),
+                    None => evaluate(
+                        &model,
+                        batches,
+                        &class_names,
+                        &eval_attack,
+                        EPS,
+                        RobustCounting::CleanAndAdversarial,
+                        device,
+                    )
+                    .map(drop),
+                }
             };
             step(1)?;
             let recorder = plan.profile.then(profile::Recorder::start);
@@ -266,7 +310,7 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
                     memory_format: plan.memory_format.name(),
                     steps: plan.steps,
                     warmup: 1,
-                    attack_steps: ATTACK_STEPS,
+                    attack_steps: workload.attack_steps(),
                     attack_step: ATTACK_STEP,
                     eps: EPS,
                     beta: BETA,
