@@ -594,7 +594,7 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         },
         batch: a.batch,
         steps: a.steps,
-        memory_format: a.memory_format.unwrap_or(MemoryFormat::ChannelsLast),
+        memory_format: a.memory_format.unwrap_or(MemoryFormat::RUN_DEFAULT),
         device: classwise_trainer::default_device(),
         profile: a.profile,
     };

@@ -263,14 +263,15 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
         for &workload in &plan.workloads {
             let (lr, sgd_config) = SGD;
             let mut sgd = Sgd::new(model.var_store(), sgd_config)?;
-            let eval_attack = Pgd::ce(EVAL_ATTACK_STEPS, ATTACK_STEP);
+            let (method, eval_attack) =
+                (workload.method(), Pgd::ce(EVAL_ATTACK_STEPS, ATTACK_STEP));
             let mut step = |n: usize| -> Result<()> {
                 let batches = (0..n).map(|_| Ok((x.shallow_clone(), y.shallow_clone())));
-                match workload.method() {
+                match &method {
                     Some(method) => train_epoch(
                         &model,
                         &mut sgd,
-                        &method,
+                        method,
                         &class_plan,
                         0,
                         batches,

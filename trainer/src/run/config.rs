@@ -88,7 +88,7 @@ pub enum DeviceChoice {
 }
 
 fn default_memory_format() -> MemoryFormat {
-    MemoryFormat::ChannelsLast
+    MemoryFormat::RUN_DEFAULT
 }
 
 impl DeviceChoice {
