@@ -213,11 +213,40 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<ExitCode> {
         force: a.force,
         verbose: true,
         stop_after: a.stop_after,
+        interrupt_at: None,
         data_dir: a.data_dir.clone(),
         build: build_info(),
     };
     eprintln!("run {} in {}", config.name, out.display());
-    let summary = run::train(&config, &out, opts)?;
+    train_run(&config, &out, opts)
+}
+
+/// Trains with SIGTERM, SIGUSR1 and Ctrl-C asking for a mid-epoch checkpoint; exits with
+/// [`EXIT_INTERRUPTED`](classwise_trainer::interrupt::EXIT_INTERRUPTED) when one came.
+pub fn train_run(
+    config: &RunConfig,
+    out: &std::path::Path,
+    opts: TrainOptions,
+) -> anyhow::Result<ExitCode> {
+    classwise_trainer::interrupt::install()?;
+    let summary = run::train(config, out, opts)?;
+    if let Some(mid) = &summary.interrupted {
+        eprintln!(
+            "interrupted{} in epoch {} of {} before batch {}: checkpoint {} written; continue \
+             with --resume",
+            mid.signal
+                .as_deref()
+                .map(|s| format!(" by {s}"))
+                .unwrap_or_default(),
+            mid.epoch + 1,
+            config.epochs,
+            mid.progress.next_step,
+            out.join("checkpoints").join(&mid.checkpoint).display()
+        );
+        return Ok(ExitCode::from(
+            classwise_trainer::interrupt::EXIT_INTERRUPTED,
+        ));
+    }
     match &summary.report {
         Some(report) => println!("{}", markdown(report)),
         None => eprintln!(

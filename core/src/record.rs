@@ -308,3 +308,37 @@ impl EpochV1 {
         }
     }
 }
+
+/// Per-class accuracies with their average (`ClassAccuracySummary` of `classwise-theory`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ClassSummary {
+    pub per_class: Vec<f64>,
+    /// Accuracy over all samples (`None` when not computed).
+    #[serde(default)]
+    pub overall: Option<f64>,
+    pub class_mean: f64,
+}
+
+impl ClassSummary {
+    /// The overall accuracy, or the class mean when there is none.
+    pub fn average(&self) -> f64 {
+        self.overall.unwrap_or(self.class_mean)
+    }
+
+    /// The worst class's accuracy (NaN without classes).
+    pub fn worst(&self) -> f64 {
+        self.per_class.iter().copied().reduce(f64::min).unwrap_or(f64::NAN)
+    }
+}
+
+/// `report.json` (and `report-*.json`): a class-wise evaluation as the trainer writes it
+/// (`classwise_trainer::eval::Evaluation`), the fields its readers need.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ReportRecord {
+    pub attack: String,
+    pub eps: f64,
+    pub n_samples: usize,
+    pub class_names: Vec<String>,
+    pub clean: ClassSummary,
+    pub robust: ClassSummary,
+}

@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod error;
 pub mod eval;
 pub mod gradcheck;
+pub mod interrupt;
 pub mod io;
 pub mod model;
 pub mod paths;

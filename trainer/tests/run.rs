@@ -159,6 +159,106 @@ fn a_run_writes_its_directory_and_resumes_bit_identically() {
     assert_eq!(env_a["sessions"].as_array().unwrap().len(), 1);
 }
 
+/// Every field of two metrics lines but the wall times.
+fn without_times(line: &str) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+    for key in [
+        "seconds",
+        "train_seconds",
+        "eval_seconds",
+        "train_images_per_second",
+    ] {
+        v.as_object_mut().unwrap().remove(key);
+    }
+    v
+}
+
+#[test]
+fn a_run_interrupted_inside_epochs_resumes_bit_identically() {
+    // CFA's class-wise rule (state carried across epochs, plan recomputed on resume), FAWA, EMA
+    // and augmentation (a stream replayed up to the batch where the run stopped).
+    let overrides = [
+        "rule={ kind = \"cfa\", lambda1 = 0.5, begin = 1 }".to_owned(),
+        "fawa={ alpha = 0.5, delta = 0.0, start_epoch = 1 }".to_owned(),
+    ];
+    let config = RunConfig::from_toml_with_overrides(CONFIG, &overrides).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    train(&config, &a, opts()).unwrap();
+    let run_b = classwise_trainer::run::RunDir(b.clone());
+    // 60 training images in batches of 16: 4 batches per epoch. Stop in the first epoch (no
+    // state.json yet), resume and stop again in the second epoch, then finish.
+    let at = |epoch, step, resume| TrainOptions {
+        interrupt_at: Some((epoch, step)),
+        resume,
+        ..opts()
+    };
+    let first = train(&config, &b, at(0, 2, false)).unwrap();
+    let mid = first.interrupted.expect("stopped inside epoch 0");
+    assert_eq!((mid.epoch, mid.progress.next_step), (0, 2));
+    assert_eq!(mid.progress.total.iter().sum::<u64>(), 32, "{mid:?}");
+    assert!(first.report.is_none() && !b.join("state.json").exists());
+    assert_eq!(
+        run_b.progress().unwrap(),
+        classwise_trainer::run::RunProgress::MidEpoch { epoch: 0, step: 2 }
+    );
+    let second = train(&config, &b, at(1, 3, true)).unwrap();
+    let mid = second.interrupted.expect("stopped inside epoch 1");
+    assert_eq!((mid.epoch, mid.progress.next_step), (1, 3));
+    assert_eq!(second.completed_epochs, 1);
+    // Only the newest mid-epoch checkpoint is kept.
+    let mids: Vec<_> = std::fs::read_dir(b.join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('m'))
+        .collect();
+    assert_eq!(mids, vec![mid.checkpoint.clone()]);
+    let done = train(&config, &b, resume()).unwrap();
+    assert!(done.interrupted.is_none() && done.report.is_some());
+    assert_eq!(
+        run_b.progress().unwrap(),
+        classwise_trainer::run::RunProgress::Complete
+    );
+    assert!(!b.join("interrupted.json").exists());
+    for ((na, ta), (nb, tb)) in final_state(&a).iter().zip(&final_state(&b)) {
+        assert_eq!(na, nb);
+        assert!(ta.equal(tb), "{na} differs after two mid-epoch resumes");
+    }
+    let (ma, mb) = (
+        std::fs::read_to_string(a.join("metrics.jsonl")).unwrap(),
+        std::fs::read_to_string(b.join("metrics.jsonl")).unwrap(),
+    );
+    assert_eq!(mb.lines().count(), 3);
+    for (la, lb) in ma.lines().zip(mb.lines()) {
+        assert_eq!(without_times(la), without_times(lb));
+    }
+    for f in [
+        "report.json",
+        "report-ema.json",
+        "report-fawa.json",
+        "selection.json",
+    ] {
+        let read = |d: &std::path::Path| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(d.join(f)).unwrap()).unwrap()
+        };
+        assert_eq!(read(&a), read(&b), "{f}");
+    }
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(b.join("env.json")).unwrap()).unwrap();
+    let starts: Vec<_> = env["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["start_epoch"].as_u64().unwrap(),
+                s["start_step"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(starts, vec![(0, 0), (0, 2), (1, 3)]);
+}
+
 #[test]
 fn existing_runs_and_changed_configs_are_guarded() {
     let tmp = tempfile::tempdir().unwrap();

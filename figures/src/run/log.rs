@@ -4,39 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 
-pub use classwise_core::record::{EpochRecord, SplitRecord};
+
+pub use classwise_core::record::{ClassSummary, EpochRecord, ReportRecord, SplitRecord};
 
 use crate::error::{FigureError, Result, invalid};
-
-/// Per-class accuracies with their average (`ClassAccuracySummary` of `classwise-theory`).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct ClassSummary {
-    pub per_class: Vec<f64>,
-    /// Accuracy over all samples (`None` when not computed).
-    #[serde(default)]
-    pub overall: Option<f64>,
-    pub class_mean: f64,
-}
-
-impl ClassSummary {
-    /// The overall accuracy, or the class mean when there is none.
-    pub fn average(&self) -> f64 {
-        self.overall.unwrap_or(self.class_mean)
-    }
-}
-
-/// `report.json`: the final class-wise evaluation.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct ReportRecord {
-    pub attack: String,
-    pub eps: f64,
-    pub n_samples: usize,
-    pub class_names: Vec<String>,
-    pub clean: ClassSummary,
-    pub robust: ClassSummary,
-}
 
 /// What the figures of a run need.
 #[derive(Clone, Debug, PartialEq)]

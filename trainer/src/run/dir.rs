@@ -39,6 +39,66 @@ impl RunDir {
     pub fn best(&self) -> PathBuf {
         self.checkpoint("best.safetensors")
     }
+    /// `interrupted.json`: the mid-epoch checkpoint of an interrupted run ([`MidEpoch`]).
+    pub fn interrupted(&self) -> PathBuf {
+        self.0.join("interrupted.json")
+    }
+    /// `selection.json`, the last file a completed run writes.
+    pub fn selection(&self) -> PathBuf {
+        self.0.join("selection.json")
+    }
+
+    /// How far the run in this directory got, from its files alone (no libtorch involved).
+    pub fn progress(&self) -> Result<RunProgress> {
+        if self.selection().exists() {
+            return Ok(RunProgress::Complete);
+        }
+        let epochs = if self.state().exists() {
+            RunState::load(&self.state())?.completed_epochs
+        } else {
+            0
+        };
+        if self.interrupted().exists() {
+            let mid = MidEpoch::load(&self.interrupted())?;
+            if mid.epoch == epochs {
+                return Ok(RunProgress::MidEpoch {
+                    epoch: mid.epoch,
+                    step: mid.progress.next_step,
+                });
+            }
+        }
+        Ok(if epochs > 0 || self.config().exists() {
+            RunProgress::Epochs(epochs)
+        } else {
+            RunProgress::NotStarted
+        })
+    }
+
+    /// Removes the mid-epoch checkpoint (`interrupted.json` first, then its directories), once a
+    /// later checkpoint supersedes it.
+    pub(crate) fn remove_mid_epoch(&self) -> Result<()> {
+        let record = self.interrupted();
+        if record.exists() {
+            std::fs::remove_file(&record).at("removing", &record)?;
+        }
+        self.remove_mid_epoch_dirs(None)
+    }
+
+    /// Removes the mid-epoch checkpoint directories but `keep`.
+    pub(crate) fn remove_mid_epoch_dirs(&self, keep: Option<&str>) -> Result<()> {
+        let dir = self.0.join("checkpoints");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(MidEpoch::PREFIX) && Some(name.as_str()) != keep {
+                std::fs::remove_dir_all(entry.path()).at("removing", &entry.path())?;
+            }
+        }
+        Ok(())
+    }
+
     /// The model weights of a named checkpoint: `last`, `best`, or a path.
     pub fn weights(&self, which: &str) -> Result<PathBuf> {
         match which {
@@ -128,6 +188,58 @@ impl RunState {
     }
 }
 
+/// How far a run got ([`RunDir::progress`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunProgress {
+    /// No file of a run yet.
+    NotStarted,
+    /// This many completed epochs (0: started, or killed before its first checkpoint).
+    Epochs(usize),
+    /// Interrupted at batch `step` of 0-based epoch `epoch`, with a mid-epoch checkpoint.
+    MidEpoch { epoch: usize, step: usize },
+    /// Every epoch trained and the reports written.
+    Complete,
+}
+
+/// `interrupted.json`: where an interrupted run stopped inside an epoch. Written atomically after
+/// the model and optimiser files of `checkpoint` (`checkpoints/m<epoch>-<step>/`), and removed
+/// once the epoch's own checkpoint is named in `state.json`; a resume reads it only if `epoch`
+/// is the epoch after the last completed one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MidEpoch {
+    /// The 0-based epoch being trained.
+    pub epoch: usize,
+    /// Directory under `checkpoints/` with `model.safetensors` and `optimizer.safetensors`.
+    pub checkpoint: String,
+    /// The next batch, the counts and the loss sum so far.
+    pub progress: crate::train::EpochProgress,
+    /// The class-wise rule's state at the start of the epoch (its plan is recomputed from it).
+    pub rule: serde_json::Value,
+    /// Seconds spent training the epoch before the interruption.
+    pub train_seconds: f64,
+    /// The signal that asked for the stop (`None` when asked by the caller).
+    pub signal: Option<String>,
+}
+
+impl MidEpoch {
+    /// The prefix of the mid-epoch checkpoint directories.
+    pub(crate) const PREFIX: &str = "m";
+
+    /// The directory name of a mid-epoch checkpoint.
+    pub(crate) fn name(epoch: usize, step: usize) -> String {
+        format!("{}{epoch:04}-{step:06}", Self::PREFIX)
+    }
+
+    pub(crate) fn load(path: &Path) -> Result<MidEpoch> {
+        let text = std::fs::read_to_string(path).at("reading", path)?;
+        serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
+            path: path.to_path_buf(),
+            offset: None,
+            reason: format!("not a mid-epoch checkpoint record: {e}"),
+        })
+    }
+}
+
 /// The code a binary was built from, recorded in `env.json` (the CLI fills it at build time).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuildInfo {
@@ -143,12 +255,14 @@ pub(crate) fn session(
     device: Device,
     opts: &TrainOptions,
     start_epoch: usize,
+    start_step: usize,
 ) -> serde_json::Value {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     serde_json::json!({
         "start_epoch": start_epoch,
+        "start_step": start_step,
         "started_unix_seconds": started,
         "git_sha": opts.build.git_sha,
         "git_dirty": opts.build.git_dirty,

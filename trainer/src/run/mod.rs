@@ -52,7 +52,7 @@ use serde::Serialize;
 
 pub use config::{BestSplit, DeviceChoice, Eps, RunConfig};
 pub use data::{evaluate_on, head_per_class, head_per_class_indices};
-pub use dir::{Best, BuildInfo, RunDir, RunState};
+pub use dir::{Best, BuildInfo, MidEpoch, RunDir, RunProgress, RunState};
 pub use log::split_record;
 pub use seeds::report_seed;
 
@@ -61,7 +61,7 @@ use crate::error::{IoContext, Result, invalid};
 use crate::eval::{Evaluation, markdown};
 use crate::io::write_json;
 use crate::model::Model;
-use crate::train::{ClassStats, Sgd, StepSettings, train_epoch};
+use crate::train::{ClassStats, EpochOutcome, EpochProgress, Sgd, StepSettings, train_epoch_from};
 use hooks::{CheckpointPruner, EpochEnd, Hook, MetricsSink, RunEnd, SelectedTrack};
 use seeds::{EvalSplit, eval_seed, stream, torch_seed};
 use tracks::{AveragedTrack, Averages, RawSelection, SelectionTrack};
@@ -78,6 +78,10 @@ pub struct TrainOptions {
     /// Stop after this many completed epochs, as if the process were killed there (for tests of
     /// resume and for splitting a long run into sessions); no report is written.
     pub stop_after: Option<usize>,
+    /// Stop before batch `step` of 0-based epoch `epoch`, `(epoch, step)`, as a signal arriving
+    /// there would ([`crate::interrupt`]): the run writes its mid-epoch checkpoint and returns
+    /// (for tests of mid-epoch resume).
+    pub interrupt_at: Option<(usize, usize)>,
     /// The data root to search when the config names none (`--data-dir`); `None` searches
     /// [`crate::paths::data_roots`] (`CLASSWISE_DATA_DIR`, else the set-up cache, else
     /// `/usr/share/datasets`).
@@ -93,6 +97,9 @@ pub struct RunSummary {
     pub report: Option<Evaluation>,
     pub best: Option<Best>,
     pub completed_epochs: usize,
+    /// Set when a signal (or [`TrainOptions::interrupt_at`]) stopped the run inside an epoch;
+    /// its mid-epoch checkpoint is in the run directory.
+    pub interrupted: Option<MidEpoch>,
 }
 
 /// `selection.json`: the strategy and, per track, the epoch it chose.
@@ -133,7 +140,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     config.validate()?;
     let dir = RunDir(out.to_path_buf());
     let device = config.device.device()?;
-    let existing = dir.state().exists();
+    let existing = dir.state().exists() || dir.interrupted().exists();
     let resume_state = match (existing, opts.resume) {
         (true, false) => {
             return Err(invalid(
@@ -146,8 +153,10 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             // A run killed before its first checkpoint has a config.toml but no state.json: it
             // starts again from the beginning (its config must still match).
             check_resumable(&dir, config, &opts)?;
-            if existing {
+            if dir.state().exists() {
                 Some(RunState::load(&dir.state())?)
+            } else if existing {
+                None
             } else {
                 eprintln!(
                     "{} holds no completed epoch (no state.json): starting the run from the \
@@ -159,8 +168,16 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
         }
         (false, false) => None,
     };
+    let start_epoch = resume_state.as_ref().map_or(0, |s| s.completed_epochs);
+    // A mid-epoch checkpoint of the epoch the resume starts with; one of an earlier epoch (a
+    // crash after the epoch's checkpoint, before the record was removed) is superseded.
+    let mid = match opts.resume && dir.interrupted().exists() {
+        true => Some(MidEpoch::load(&dir.interrupted())?).filter(|m| m.epoch == start_epoch),
+        false => None,
+    };
+    let fresh = resume_state.is_none() && mid.is_none();
     // The starting weights of a fresh run must exist before anything is written.
-    if let (None, Some(init)) = (&resume_state, &config.train.init_from)
+    if let (true, Some(init)) = (fresh, &config.train.init_from)
         && !init.path.exists()
     {
         return Err(invalid(
@@ -171,11 +188,11 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     }
     std::fs::create_dir_all(out).at("creating", out)?;
     crate::io::write_atomic(&dir.config(), config.to_toml()?.as_bytes())?;
-    let start_epoch = resume_state.as_ref().map_or(0, |s| s.completed_epochs);
+    let start_step = mid.as_ref().map_or(0, |m| m.progress.next_step);
     dir::record_session(
         &dir.env(),
-        dir::session(config, device, &opts, start_epoch),
-        resume_state.is_some(),
+        dir::session(config, device, &opts, start_epoch, start_step),
+        !fresh,
     )?;
     let data = data::load_data(config, &dir, opts.data_dir.as_deref())?;
     let k = data.train.num_classes();
@@ -222,7 +239,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             every: config.checkpoint.every,
         }),
     ];
-    if let (None, Some(init)) = (&resume_state, &config.train.init_from) {
+    if let (true, Some(init)) = (fresh, &config.train.init_from) {
         let record = load_init(&mut model, init, device)?;
         write_json(&dir.0.join("init.json"), "initial weights", &record)?;
     }
@@ -243,6 +260,16 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     } else {
         log::truncate_metrics(&dir.metrics(), 0)?;
     }
+    if let Some(m) = &mid {
+        // The epoch in progress: the weights and the optimiser after its last trained batch, and
+        // the rule as the epoch began.
+        let ck = dir.checkpoint(&m.checkpoint);
+        model.load_weights(&ck.join("model.safetensors"))?;
+        sgd.load(&ck.join("optimizer.safetensors"))?;
+        rule.restore(&m.rule)?;
+        start = m.epoch;
+    }
+    let mut mid = mid;
     let val_eval = data
         .val
         .as_ref()
@@ -259,7 +286,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
         // A rule that decides the first epoch from the initial model (FRL) observes it once, at
         // the start of a fresh run; a resumed run restored that decision with the rule's state.
         let initial = rule.needs_initial();
-        if start == 0 && initial.any() {
+        if fresh && initial.any() {
             let val = val_eval.as_ref().ok_or_else(|| {
                 invalid(
                     "data.split",
@@ -284,6 +311,12 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
         for epoch in start..end {
             let t0 = Instant::now();
             let lr = config.schedule.lr(epoch);
+            // Where the epoch starts: batch 0, or where an interrupted session stopped.
+            let (progress_at_start, seconds_before) = match mid.take() {
+                Some(m) => (m.progress, m.train_seconds),
+                None => (EpochProgress::new(k), 0.0),
+            };
+            let rule_at_start = rule.state()?;
             let plan = rule.plan(epoch)?;
             let mut order: Vec<i64> = (0..data.train.len() as i64).collect();
             rand::seq::SliceRandom::shuffle(
@@ -295,39 +328,88 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             let augment = config.data.augment;
             let seed = config.seed;
             let n_batches = order.len().div_ceil(config.batch_size);
+            let skip = progress_at_start.next_step;
             let progress = progress::Progress::new(
                 format!("epoch {}/{}", epoch + 1, config.epochs),
                 n_batches,
                 config.batch_size,
                 opts.verbose,
             );
-            let batch_iter = order
-                .chunks(config.batch_size)
-                .enumerate()
-                .map(|(step, idx)| {
-                    // Requesting batch `step` means batch `step − 1` was trained.
-                    if step > 0 {
-                        progress.tick(step - 1);
-                    }
-                    let (x, y) = train_set.batch(idx, device)?;
-                    let x = if augment.is_identity() {
-                        x
-                    } else {
-                        augment.apply(&x, &mut aug)?
-                    };
-                    tch::manual_seed(torch_seed(seed, epoch, step));
-                    Ok((x, y))
-                });
+            let batch_iter =
+                order
+                    .chunks(config.batch_size)
+                    .enumerate()
+                    .filter_map(|(step, idx)| {
+                        if step < skip {
+                            // Trained before the interruption: only the augmentation stream moves
+                            // on, by the draws those batches made.
+                            if !augment.is_identity() {
+                                augment.draw(idx.len(), &mut aug);
+                            }
+                            return None;
+                        }
+                        // Requesting batch `step` means batch `step − 1` was trained.
+                        if step > skip {
+                            progress.tick(step - 1);
+                        }
+                        let batch = train_set.batch(idx, device).and_then(|(x, y)| {
+                            let x = if augment.is_identity() {
+                                x
+                            } else {
+                                augment.apply(&x, &mut aug)?
+                            };
+                            tch::manual_seed(torch_seed(seed, epoch, step));
+                            Ok((x, y))
+                        });
+                        Some(batch)
+                    });
             let scale = |step| config.train.eps_scale(epoch, step, n_batches);
             let settings = |step| StepSettings {
                 lr,
                 eps_scale: scale(step),
             };
-            let stats = train_epoch(
-                &model, &mut sgd, method, &plan, epoch, batch_iter, settings, device,
+            let stop = |step: usize| {
+                crate::interrupt::requested() || opts.interrupt_at == Some((epoch, step))
+            };
+            let outcome = train_epoch_from(
+                &model,
+                &mut sgd,
+                method,
+                &plan,
+                epoch,
+                batch_iter,
+                settings,
+                device,
+                progress_at_start,
+                &stop,
             )?;
             progress.finish();
-            let train_seconds = t0.elapsed().as_secs_f64();
+            let train_seconds = seconds_before + t0.elapsed().as_secs_f64();
+            let stats = match outcome {
+                EpochOutcome::Complete(stats) => stats,
+                EpochOutcome::Interrupted(p) => {
+                    let record = save_mid_epoch(
+                        &dir,
+                        &model,
+                        &sgd,
+                        MidEpoch {
+                            epoch,
+                            checkpoint: MidEpoch::name(epoch, p.next_step),
+                            progress: p,
+                            rule: rule_at_start,
+                            train_seconds,
+                            signal: crate::interrupt::signal_name().map(str::to_owned),
+                        },
+                    )?;
+                    return Ok(RunSummary {
+                        dir,
+                        report: None,
+                        best,
+                        completed_epochs: epoch,
+                        interrupted: Some(record),
+                    });
+                }
+            };
             let eps_warmup =
                 (scale(0) < 1.0).then(|| [scale(0), scale(n_batches.saturating_sub(1))]);
 
@@ -436,6 +518,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 hook.save(&ck, &mut state)?;
             }
             write_json(&dir.state(), "run state", &state)?;
+            dir.remove_mid_epoch()?;
             best = state.raw_best(best_split);
             for hook in &mut hooks {
                 hook.after_checkpoint(epoch)?;
@@ -448,6 +531,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 report: None,
                 best,
                 completed_epochs,
+                interrupted: None,
             });
         }
         let final_eval = |m: &Model| -> Result<Evaluation> {
@@ -481,8 +565,21 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
             report: Some(report),
             best,
             completed_epochs,
+            interrupted: None,
         })
     })
+}
+
+/// Writes a mid-epoch checkpoint: the model and the optimiser into a directory of their own, then
+/// `interrupted.json` naming it (atomically), then removes older mid-epoch directories; a crash
+/// at any point leaves the previous record and its files intact.
+fn save_mid_epoch(dir: &RunDir, model: &Model, sgd: &Sgd, record: MidEpoch) -> Result<MidEpoch> {
+    let ck = dir.checkpoint(&record.checkpoint);
+    model.save(&ck.join("model.safetensors"))?;
+    sgd.save(&ck.join("optimizer.safetensors"))?;
+    write_json(&dir.interrupted(), "mid-epoch checkpoint record", &record)?;
+    dir.remove_mid_epoch_dirs(Some(&record.checkpoint))?;
+    Ok(record)
 }
 
 /// `init.json`: the weights a run started from.

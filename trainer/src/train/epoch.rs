@@ -3,6 +3,7 @@
 //! inputs (CFA's t_k, as `PKU-ML/CFA:train.py` counts it: the adversarial examples trained on,
 //! the logits of the loss forward, before the update; here with per-class denominators).
 
+use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 use super::objective::{DevicePlan, Objective, StepContext};
@@ -54,15 +55,98 @@ pub fn train_epoch(
     settings: impl Fn(usize) -> StepSettings,
     device: Device,
 ) -> Result<EpochStats> {
+    let start = EpochProgress::new(plan.n_classes());
+    let go_on = |_| false;
+    match train_epoch_from(
+        model, optimizer, objective, plan, epoch, batches, settings, device, start, &go_on,
+    )? {
+        EpochOutcome::Complete(stats) => Ok(stats),
+        EpochOutcome::Interrupted(_) => unreachable!("`stop` never asks to stop"),
+    }
+}
+
+/// How far an epoch got: the next batch to train and what the batches before it measured. A run
+/// interrupted mid-epoch saves it with the model and the optimiser, and resumes from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpochProgress {
+    /// The 0-based index of the next batch of the epoch.
+    pub next_step: usize,
+    /// Per-class counts of correctly classified training inputs so far (t_k's numerators).
+    pub correct: Vec<u64>,
+    /// Per-class counts of training inputs so far.
+    pub total: Vec<u64>,
+    /// Sum of the batch losses so far.
+    pub loss_sum: f64,
+}
+
+impl EpochProgress {
+    /// The start of an epoch over `k` classes.
+    pub fn new(k: usize) -> Self {
+        EpochProgress {
+            next_step: 0,
+            correct: vec![0; k],
+            total: vec![0; k],
+            loss_sum: 0.0,
+        }
+    }
+}
+
+/// The end of [`train_epoch_from`]: the whole epoch, or the point where it was asked to stop.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EpochOutcome {
+    Complete(EpochStats),
+    Interrupted(EpochProgress),
+}
+
+/// [`train_epoch`] from `start`: `batches` yields the epoch's batches from batch
+/// `start.next_step` on, and the counts and loss sum carry on from `start`'s. Before each batch
+/// `stop(step)` is asked whether to stop there; if it says so, the epoch returns its progress
+/// (the parameters being those after batch `step − 1`).
+#[allow(clippy::too_many_arguments)]
+pub fn train_epoch_from(
+    model: &dyn Classifier,
+    optimizer: &mut Sgd,
+    objective: &dyn Objective,
+    plan: &ClassPlan,
+    epoch: usize,
+    batches: impl IntoIterator<Item = Result<(Tensor, Tensor)>>,
+    settings: impl Fn(usize) -> StepSettings,
+    device: Device,
+    start: EpochProgress,
+    stop: &dyn Fn(usize) -> bool,
+) -> Result<EpochOutcome> {
     let k = plan.n_classes();
+    if start.correct.len() != k || start.total.len() != k {
+        return Err(TrainerError::Invalid {
+            field: "epoch progress".into(),
+            value: format!(
+                "{} and {} class counts",
+                start.correct.len(),
+                start.total.len()
+            ),
+            expected: format!("{k} class counts, one per class of the plan"),
+        });
+    }
     // The plan's vectors go to the device once per epoch.
     let device_plan = DevicePlan::new(plan, device)?;
     // Per-class counts stay on the device; one copy to the host per epoch.
-    let mut correct = Tensor::zeros([k as i64], (Kind::Int64, device));
-    let mut total = Tensor::zeros([k as i64], (Kind::Int64, device));
-    let (mut loss_sum, mut n_batches) = (0.0, 0usize);
+    let counts = |v: &[u64]| {
+        Tensor::from_slice(&v.iter().map(|&c| c as i64).collect::<Vec<_>>()).to_device(device)
+    };
+    let mut correct = counts(&start.correct);
+    let mut total = counts(&start.total);
+    let first = start.next_step;
+    let (mut loss_sum, mut n_batches) = (start.loss_sum, first);
     let mut batches = batches.into_iter();
-    for i in 0.. {
+    for i in first.. {
+        if stop(i) {
+            return Ok(EpochOutcome::Interrupted(EpochProgress {
+                next_step: i,
+                correct: host_counts(&correct)?,
+                total: host_counts(&total)?,
+                loss_sum,
+            }));
+        }
         let Some(batch) = profile::timed("data", || batches.next()) else {
             break;
         };
@@ -98,14 +182,8 @@ pub fn train_epoch(
         loss_sum += loss;
         n_batches += 1;
     }
-    let correct: Vec<i64> = Vec::try_from(&correct.to_device(Device::Cpu))?;
-    let total: Vec<i64> = Vec::try_from(&total.to_device(Device::Cpu))?;
-    let (correct, total): (Vec<u64>, Vec<u64>) = correct
-        .iter()
-        .zip(&total)
-        .map(|(&c, &t)| (c as u64, t as u64))
-        .unzip();
-    Ok(EpochStats {
+    let (correct, total) = (host_counts(&correct)?, host_counts(&total)?);
+    Ok(EpochOutcome::Complete(EpochStats {
         train_robust: correct
             .iter()
             .zip(&total)
@@ -119,5 +197,11 @@ pub fn train_epoch(
             0.0
         },
         batches: n_batches,
-    })
+    }))
+}
+
+/// Per-class counts from the device.
+fn host_counts(t: &Tensor) -> Result<Vec<u64>> {
+    let v: Vec<i64> = Vec::try_from(&t.to_device(Device::Cpu))?;
+    Ok(v.into_iter().map(|c| c.max(0) as u64).collect())
 }

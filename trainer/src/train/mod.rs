@@ -14,7 +14,9 @@ pub mod plan;
 pub mod schedule;
 
 pub use average::WeightAverage;
-pub use epoch::{EpochStats, StepSettings, train_epoch};
+pub use epoch::{
+    EpochOutcome, EpochProgress, EpochStats, StepSettings, train_epoch, train_epoch_from,
+};
 pub use objective::{
     Bat, BatPoint, BatSource, DevicePlan, Fat, Mart, Method, Natural, Objective, PgdAt,
     StepContext, StepOutput, Trades, TradesScaling,
