@@ -4,6 +4,7 @@ mod aa_bench;
 mod demo;
 mod doctor;
 mod figures;
+mod sweep;
 mod theory;
 mod toy;
 mod trainer_cli;
@@ -53,6 +54,12 @@ enum Command {
     },
     /// Train a model from a TOML configuration (presets in configs/); resumable.
     Train(trainer_cli::TrainArgs),
+    /// Sweeps over seeds, presets or variants and a grid of overrides: plan, run locally or as
+    /// a Slurm job array (preemption-safe), follow, aggregate over seeds.
+    Sweep {
+        #[command(subcommand)]
+        command: sweep::SweepCommand,
+    },
     /// Class-wise evaluation of a run's checkpoint under an attack.
     Eval(trainer_cli::EvalArgs),
     /// Images per second of one PGD-10 AT and one TRADES training step and of one PGD-20
@@ -92,7 +99,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Command::Demo { .. } | Command::Train(_) | Command::Eval(_) | Command::Bench(_)
+        Command::Demo { .. }
+            | Command::Train(_)
+            | Command::Eval(_)
+            | Command::Bench(_)
+            | Command::Sweep { .. }
     ) {
         // Before libtorch starts its threads, which inherit the settings.
         classwise_trainer::runtime::tune();
@@ -104,6 +115,7 @@ fn main() -> ExitCode {
         Command::Toy { command } => toy::run(command),
         Command::Figures { command } => figures::run(command),
         Command::Train(a) => trainer_cli::train(&a),
+        Command::Sweep { command } => sweep::run(command),
         Command::Eval(a) => trainer_cli::eval(&a),
         Command::Bench(a) => trainer_cli::bench(&a),
     };

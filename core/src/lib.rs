@@ -11,6 +11,7 @@
 //!
 //! Each is implemented once; the backends only apply the decisions to their models.
 
+pub mod aggregate;
 pub mod average;
 pub mod error;
 pub mod plan;

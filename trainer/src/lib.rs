@@ -22,6 +22,7 @@ pub mod profile;
 pub mod run;
 pub mod runtime;
 pub mod seed;
+pub mod sweep;
 pub mod train;
 
 pub use error::{Result, TrainerError};

@@ -1,0 +1,317 @@
+//! `classwise sweep`: plan a sweep into a manifest, run it locally or as a Slurm job array,
+//! follow it and aggregate it over seeds.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use classwise_trainer::interrupt::{self, EXIT_INTERRUPTED};
+use classwise_trainer::sweep::local::{LocalOptions, run_local};
+use classwise_trainer::sweep::slurm::{SlurmOptions, script};
+use classwise_trainer::sweep::task::{EXIT_BUSY, TaskOptions, TaskOutcome, run_task};
+use classwise_trainer::sweep::{self, collect, status};
+
+#[derive(Subcommand)]
+pub enum SweepCommand {
+    /// Expand a sweep file (presets or variants × a grid of overrides × seeds; `sweeps/`) into
+    /// DIR/manifest.json, every run's configuration resolved and validated; re-planning keeps
+    /// the runs planned again, finished or not, at their index.
+    Plan {
+        /// The sweep file (TOML).
+        spec: PathBuf,
+        /// The sweep directory [default: sweeps/out/<name>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run every unfinished run on this machine, N at a time (skips finished runs, resumes
+    /// interrupted ones, goes on past failures and lists them).
+    Run {
+        dir: PathBuf,
+        /// Runs at once.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        workers: u64,
+        /// libtorch threads per worker [default: the machine's CPUs divided among the workers].
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        threads: Option<u64>,
+        /// Directory holding the data sets [default: as `train`].
+        #[arg(long, env = "CLASSWISE_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Write DIR/slurm/sweep.sbatch, the job array of the unfinished runs (array task i runs
+    /// `classwise sweep task DIR --index i`; SIGTERM or the time-limit warning checkpoints and
+    /// requeues it); with --submit, also submit it with sbatch.
+    Slurm {
+        dir: PathBuf,
+        #[arg(long)]
+        partition: Option<String>,
+        /// Time limit per array task (e.g. 04:00:00).
+        #[arg(long)]
+        time: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        cpus_per_task: u32,
+        /// GPUs per array task (--gres=gpu:G).
+        #[arg(long, default_value_t = 0)]
+        gpus: u32,
+        /// Memory per array task (e.g. 16G).
+        #[arg(long)]
+        mem: Option<String>,
+        #[arg(long)]
+        account: Option<String>,
+        #[arg(long)]
+        qos: Option<String>,
+        /// At most this many array tasks at once.
+        #[arg(long)]
+        max_parallel: Option<usize>,
+        /// Seconds before the time limit at which the task checkpoints and requeues.
+        #[arg(long, default_value_t = 120)]
+        signal_before: u32,
+        /// Further sbatch options, written as given (repeatable), e.g. --sbatch=--constraint=a100.
+        #[arg(long = "sbatch", value_name = "OPTION", allow_hyphen_values = true)]
+        extra: Vec<String>,
+        /// Array over every run, finished ones included (their tasks return at once).
+        #[arg(long)]
+        all: bool,
+        /// Submit with `sbatch --parsable` and print the job id.
+        #[arg(long)]
+        submit: bool,
+        /// Directory holding the data sets, exported to the tasks [default: none; the tasks
+        /// inherit the submitting shell's CLASSWISE_DATA_DIR].
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+    /// Train run INDEX of the manifest (one array task): resumes it from its checkpoint, does
+    /// nothing if it is finished; exit status 75 after a signal (checkpointed: requeue me), 16
+    /// when another process trains it.
+    Task {
+        dir: PathBuf,
+        #[arg(long)]
+        index: usize,
+        /// libtorch threads [default: libtorch's].
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        threads: Option<u64>,
+        /// Directory holding the data sets [default: as `train`].
+        #[arg(long, env = "CLASSWISE_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Every run: done, running, failed, interrupted, killed or pending, and how far it got.
+    Status {
+        dir: PathBuf,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mean ± std over seeds of the finished runs, per group and per class: DIR/collect.json,
+    /// collect.csv and collect.md (printed).
+    Collect { dir: PathBuf },
+}
+
+pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        SweepCommand::Plan { spec, out } => plan(&spec, out),
+        SweepCommand::Run {
+            dir,
+            workers,
+            threads,
+            data_dir,
+        } => {
+            let workers = usize::try_from(workers)?;
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let threads = match threads {
+                Some(t) => usize::try_from(t)?,
+                None => (cpus / workers).max(1),
+            };
+            interrupt::install()?;
+            let report = run_local(
+                &dir,
+                &LocalOptions {
+                    workers,
+                    threads,
+                    program: std::env::current_exe().context("locating the classwise binary")?,
+                    data_dir,
+                },
+            )?;
+            eprintln!(
+                "{} trained, {} already done, {} interrupted, {} failed, {} busy, {} not started",
+                report.done.len(),
+                report.skipped.len(),
+                report.interrupted.len(),
+                report.failed.len(),
+                report.busy.len(),
+                report.not_started.len()
+            );
+            for (id, how, log) in &report.failed {
+                eprintln!("failed: {id} ({how}); its log: {}", log.display());
+            }
+            Ok(if !report.failed.is_empty() {
+                ExitCode::FAILURE
+            } else if !report.interrupted.is_empty() || !report.not_started.is_empty() {
+                ExitCode::from(EXIT_INTERRUPTED)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        SweepCommand::Slurm {
+            dir,
+            partition,
+            time,
+            cpus_per_task,
+            gpus,
+            mem,
+            account,
+            qos,
+            max_parallel,
+            signal_before,
+            extra,
+            all,
+            submit,
+            data_dir,
+        } => {
+            let dir = absolute(&dir)?;
+            let (manifest, rows) = status::status(&dir)?;
+            let indices: Vec<usize> = rows
+                .iter()
+                .filter(|r| all || r.state != status::RunState::Done)
+                .map(|r| r.index)
+                .collect();
+            if indices.is_empty() {
+                eprintln!("every run of {} is done: nothing to submit", dir.display());
+                return Ok(ExitCode::SUCCESS);
+            }
+            let options = SlurmOptions {
+                partition,
+                time,
+                cpus_per_task,
+                gpus,
+                mem,
+                account,
+                qos,
+                max_parallel,
+                signal_before,
+                extra,
+                program: std::env::current_exe().context("locating the classwise binary")?,
+                data_dir: data_dir.map(|d| absolute(&d)).transpose()?,
+            };
+            let text = script(&dir, &manifest.name, &indices, &options);
+            let path = dir.join("slurm").join("sweep.sbatch");
+            classwise_trainer::io::write_atomic(&path, text.as_bytes())?;
+            eprintln!(
+                "wrote {} ({} array tasks)",
+                path.display(),
+                indices.len()
+            );
+            if submit {
+                let out = std::process::Command::new("sbatch")
+                    .arg("--parsable")
+                    .arg(&path)
+                    .output()
+                    .context("running sbatch (is Slurm installed? tools/slurm/setup.sh starts a single-node cluster)")?;
+                if !out.status.success() {
+                    bail!(
+                        "sbatch {} failed: {}",
+                        path.display(),
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    );
+                }
+                let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+                let id = id.split(';').next().unwrap_or_default().to_owned();
+                println!("{id}");
+            } else {
+                println!("{}", path.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SweepCommand::Task {
+            dir,
+            index,
+            threads,
+            data_dir,
+        } => {
+            if let Some(t) = threads {
+                classwise_trainer::tch::set_num_threads(i32::try_from(t)?);
+            }
+            interrupt::install()?;
+            let outcome = run_task(
+                &dir,
+                index,
+                TaskOptions {
+                    data_dir,
+                    build: crate::trainer_cli::build_info(),
+                    verbose: true,
+                },
+            )?;
+            Ok(match outcome {
+                TaskOutcome::AlreadyDone => {
+                    eprintln!("run {index} of {} is already complete", dir.display());
+                    ExitCode::SUCCESS
+                }
+                TaskOutcome::Done => ExitCode::SUCCESS,
+                TaskOutcome::Interrupted(mid) => {
+                    eprintln!(
+                        "interrupted{} before batch {} of epoch {}: checkpointed; the next task \
+                         for index {index} resumes it",
+                        mid.signal.map(|s| format!(" by {s}")).unwrap_or_default(),
+                        mid.progress.next_step,
+                        mid.epoch + 1
+                    );
+                    ExitCode::from(EXIT_INTERRUPTED)
+                }
+                TaskOutcome::Busy(holder) => {
+                    eprintln!(
+                        "run {index} of {} is being trained by another process{}",
+                        dir.display(),
+                        holder
+                            .map(|a| format!(" (on {}, pid {})", a.host, a.pid))
+                            .unwrap_or_default()
+                    );
+                    ExitCode::from(EXIT_BUSY)
+                }
+            })
+        }
+        SweepCommand::Status { dir, json } => {
+            let (manifest, rows) = status::status(&dir)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                println!("sweep `{}` in {}\n", manifest.name, dir.display());
+                print!("{}", status::markdown(&rows));
+                println!("\n{}", status::summary_line(&rows));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SweepCommand::Collect { dir } => {
+            let c = collect::collect(&dir)?;
+            let paths = collect::write(&dir, &c)?;
+            print!("{}", collect::markdown(&c));
+            for p in paths {
+                eprintln!("wrote {}", p.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn plan(spec: &Path, out: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let name = sweep::SweepSpec::from_file(spec)?.name;
+    let out = out.unwrap_or_else(|| PathBuf::from("sweeps/out").join(name));
+    let (manifest, s) = sweep::plan(spec, &out)?;
+    println!(
+        "planned sweep `{}` in {}: {} runs ({} kept from the previous plan, {} new)",
+        manifest.name,
+        out.display(),
+        s.runs,
+        s.kept,
+        s.added
+    );
+    if !s.dropped.is_empty() {
+        println!(
+            "no longer planned (their run directories stay in runs/): {}",
+            s.dropped.join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(p).with_context(|| format!("resolving {}", p.display()))
+}

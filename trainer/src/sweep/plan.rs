@@ -1,0 +1,368 @@
+//! `classwise sweep plan SWEEP.toml --out DIR`: a sweep file (presets or named variants × a grid
+//! of `--set` overrides × seeds) expanded into a manifest of resolved run configurations, each
+//! with a stable id derived from its resolved configuration.
+//!
+//! A sweep file:
+//!
+//! ```toml
+//! name = "smoke"
+//! presets = ["../configs/fmnist-smoke.toml"]   # relative to this file; one axis
+//! seeds = [0, 1]                                # another
+//! set = ["epochs=1"]                            # applied to every run
+//!
+//! [[variant]]                                   # optional axis: named override lists
+//! name = "pgd-at"
+//! [[variant]]
+//! name = "pgd-at-cfa"
+//! set = ['rule={ kind = "cfa", lambda1 = 0.5, begin = 1 }']
+//!
+//! [grid]                                        # optional: the cartesian product
+//! "train.eps" = [0.1, 0.2]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::error::{IoContext, Result, TrainerError, invalid};
+use crate::run::RunConfig;
+
+/// A sweep file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// The sweep's name (letters, digits, `-`, `_`, `.`).
+    pub name: String,
+    /// What the sweep reproduces, for the manifest and the collected tables.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Run configurations, relative to the sweep file; one axis.
+    pub presets: Vec<PathBuf>,
+    /// Seeds; one axis (the axis `collect` averages over).
+    pub seeds: Vec<u64>,
+    /// Overrides applied to every run, before the variant's and the grid's.
+    #[serde(default)]
+    pub set: Vec<String>,
+    /// Named override lists ("methods"); one axis. None: every preset as it is.
+    #[serde(default)]
+    pub variant: Vec<Variant>,
+    /// Dotted keys, each with the values it takes; the runs cover their cartesian product.
+    #[serde(default)]
+    pub grid: BTreeMap<String, Vec<toml::Value>>,
+}
+
+/// A named list of overrides.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    #[serde(default)]
+    pub set: Vec<String>,
+}
+
+/// One run of a sweep, resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Stable: the label's slug and the first 10 hex digits of the SHA-256 of the resolved
+    /// configuration.
+    pub id: String,
+    /// The group (everything but the seed), e.g. `fmnist-at/pgd-at-cfa/train.eps=0.1`.
+    pub group: String,
+    pub seed: u64,
+    /// The preset file, as the sweep file names it.
+    pub preset: PathBuf,
+    pub variant: Option<String>,
+    /// Every override applied, in order (the seed's last).
+    pub overrides: Vec<String>,
+    /// The resolved configuration (TOML), as `classwise train` writes it to `config.toml`.
+    pub config: String,
+}
+
+impl Entry {
+    /// The entry's configuration.
+    pub fn run_config(&self) -> Result<RunConfig> {
+        RunConfig::from_toml(&self.config).map_err(|e| e.in_section(&format!("run {}", self.id)))
+    }
+}
+
+/// `manifest.json` of a sweep directory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub schema: u32,
+    pub name: String,
+    pub description: Option<String>,
+    /// The sweep file it was planned from.
+    pub spec: PathBuf,
+    /// Index `i` is array task `i` (`classwise sweep task DIR --index i`).
+    pub runs: Vec<Entry>,
+}
+
+/// The version of `manifest.json`.
+pub const MANIFEST_SCHEMA: u32 = 1;
+
+impl Manifest {
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join("manifest.json")
+    }
+
+    /// Reads `DIR/manifest.json`.
+    pub fn load(dir: &Path) -> Result<Manifest> {
+        let path = Manifest::path(dir);
+        let text = std::fs::read_to_string(&path).map_err(|e| TrainerError::Io {
+            context: "reading the sweep manifest (run `classwise sweep plan` first)",
+            path: path.clone(),
+            source: e,
+        })?;
+        let m: Manifest = serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
+            path: path.clone(),
+            offset: None,
+            reason: format!("not a sweep manifest: {e}"),
+        })?;
+        if m.schema != MANIFEST_SCHEMA {
+            return Err(TrainerError::BadData {
+                path,
+                offset: None,
+                reason: format!(
+                    "manifest schema {} (this classwise reads schema {MANIFEST_SCHEMA})",
+                    m.schema
+                ),
+            });
+        }
+        Ok(m)
+    }
+
+    /// The entry of array task `index`.
+    pub fn entry(&self, index: usize) -> Result<&Entry> {
+        self.runs.get(index).ok_or_else(|| {
+            invalid(
+                "--index",
+                index,
+                format!(
+                    "an index of the manifest, 0..={} ({} runs)",
+                    self.runs.len().saturating_sub(1),
+                    self.runs.len()
+                ),
+            )
+        })
+    }
+}
+
+impl SweepSpec {
+    pub fn from_file(path: &Path) -> Result<SweepSpec> {
+        let text = std::fs::read_to_string(path).at("reading", path)?;
+        let spec: SweepSpec = toml::from_str(&text).map_err(|e| {
+            invalid(
+                path.display().to_string(),
+                e.message(),
+                format!("a valid sweep file ({e})"),
+            )
+        })?;
+        spec.validate(path)?;
+        Ok(spec)
+    }
+
+    fn validate(&self, path: &Path) -> Result<()> {
+        let field = |f: &str| format!("{}: {f}", path.display());
+        if self.name.is_empty() || slug(&self.name) != self.name {
+            return Err(invalid(
+                field("name"),
+                format!("{:?}", self.name),
+                "a non-empty name of letters, digits, `-`, `_` and `.`",
+            ));
+        }
+        if self.presets.is_empty() {
+            return Err(invalid(field("presets"), "[]", "at least one preset"));
+        }
+        if self.seeds.is_empty() {
+            return Err(invalid(field("seeds"), "[]", "at least one seed"));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for s in &self.seeds {
+            if !seen.insert(s) {
+                return Err(invalid(field("seeds"), s, "distinct seeds"));
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for v in &self.variant {
+            if v.name.is_empty() || slug(&v.name) != v.name || !names.insert(&v.name) {
+                return Err(invalid(
+                    field("variant.name"),
+                    format!("{:?}", v.name),
+                    "distinct non-empty names of letters, digits, `-`, `_` and `.`",
+                ));
+            }
+        }
+        for (key, values) in &self.grid {
+            if values.is_empty() {
+                return Err(invalid(field(&format!("grid.{key}")), "[]", "at least one value"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every run: presets × variants × grid points × seeds, in that nesting order, each
+    /// configuration resolved and validated (an error names the preset and the override).
+    pub fn expand(&self, spec_path: &Path) -> Result<Vec<Entry>> {
+        let base = spec_path.parent().unwrap_or(Path::new("."));
+        let variants: Vec<Option<&Variant>> = if self.variant.is_empty() {
+            vec![None]
+        } else {
+            self.variant.iter().map(Some).collect()
+        };
+        let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for (key, values) in &self.grid {
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut p = p.clone();
+                        p.push((key.clone(), toml_text(v)));
+                        p
+                    })
+                })
+                .collect();
+        }
+        let mut runs = Vec::new();
+        for preset in &self.presets {
+            let file = base.join(preset);
+            let stem = file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            for variant in &variants {
+                for point in &points {
+                    let mut group = vec![stem.clone()];
+                    group.extend(variant.map(|v| v.name.clone()));
+                    group.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
+                    let group = group.join("/");
+                    for &seed in &self.seeds {
+                        let mut overrides = self.set.clone();
+                        overrides.extend(variant.iter().flat_map(|v| v.set.iter().cloned()));
+                        overrides.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
+                        overrides.push(format!("name={}", toml_text(&toml::Value::String(group_name(&group, seed)))));
+                        overrides.push(format!("seed={seed}"));
+                        let config = RunConfig::from_file(&file, &overrides).map_err(|e| {
+                            e.in_section(&format!("{} (with {})", file.display(), group))
+                        })?;
+                        let config = config.to_toml()?;
+                        let id = run_id(&group, seed, &config);
+                        runs.push(Entry {
+                            id,
+                            group: group.clone(),
+                            seed,
+                            preset: preset.clone(),
+                            variant: variant.map(|v| v.name.clone()),
+                            overrides,
+                            config,
+                        });
+                    }
+                }
+            }
+        }
+        let mut ids = std::collections::BTreeSet::new();
+        for r in &runs {
+            if !ids.insert(&r.id) {
+                return Err(invalid(
+                    format!("{}", spec_path.display()),
+                    &r.group,
+                    "axes whose runs differ (two runs resolve to the same configuration)",
+                ));
+            }
+        }
+        Ok(runs)
+    }
+}
+
+/// A run's name: its group and seed.
+fn group_name(group: &str, seed: u64) -> String {
+    format!("{group}/s{seed}")
+}
+
+/// A TOML value as an override's right-hand side.
+fn toml_text(v: &toml::Value) -> String {
+    v.to_string()
+}
+
+/// The text with anything but letters, digits, `-`, `_` and `.` replaced by `_`.
+fn slug(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `<group slug>-s<seed>-<10 hex digits of SHA-256(config)>`.
+fn run_id(group: &str, seed: u64, config: &str) -> String {
+    let digest = sha2::Sha256::digest(config.as_bytes());
+    let hex: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
+    format!("{}-s{seed}-{hex}", slug(&group.replace('/', "-")))
+}
+
+/// What [`plan`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanSummary {
+    pub runs: usize,
+    /// Entries of the previous manifest kept at their index (their run directories untouched).
+    pub kept: usize,
+    pub added: usize,
+    /// Ids of the previous manifest no longer planned (their directories stay).
+    pub dropped: Vec<String>,
+}
+
+/// Plans `spec_path` into `dir`: writes `manifest.json` atomically. An existing manifest's
+/// entries that are planned again keep their order (and so their array index) and their run
+/// directories; new ones follow.
+pub fn plan(spec_path: &Path, dir: &Path) -> Result<(Manifest, PlanSummary)> {
+    let spec = SweepSpec::from_file(spec_path)?;
+    let mut fresh = spec.expand(spec_path)?;
+    let previous = if Manifest::path(dir).exists() {
+        Some(Manifest::load(dir)?)
+    } else {
+        None
+    };
+    if let Some(p) = &previous
+        && p.name != spec.name
+    {
+        return Err(invalid(
+            "--out",
+            dir.display(),
+            format!(
+                "the directory of sweep `{}` or a new one (it holds sweep `{}`)",
+                spec.name, p.name
+            ),
+        ));
+    }
+    let mut runs = Vec::new();
+    let mut dropped = Vec::new();
+    for old in previous.iter().flat_map(|p| &p.runs) {
+        match fresh.iter().position(|e| e.id == old.id) {
+            Some(i) => runs.push(fresh.remove(i)),
+            None => dropped.push(old.id.clone()),
+        }
+    }
+    let kept = runs.len();
+    let added = fresh.len();
+    runs.extend(fresh);
+    let manifest = Manifest {
+        schema: MANIFEST_SCHEMA,
+        name: spec.name,
+        description: spec.description,
+        spec: spec_path.to_path_buf(),
+        runs,
+    };
+    crate::io::write_json(&Manifest::path(dir), "sweep manifest", &manifest)?;
+    let summary = PlanSummary {
+        runs: manifest.runs.len(),
+        kept,
+        added,
+        dropped,
+    };
+    Ok((manifest, summary))
+}
