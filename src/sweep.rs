@@ -195,11 +195,7 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
             let text = script(&dir, &manifest.name, &indices, &options);
             let path = dir.join("slurm").join("sweep.sbatch");
             classwise_trainer::io::write_atomic(&path, text.as_bytes())?;
-            eprintln!(
-                "wrote {} ({} array tasks)",
-                path.display(),
-                indices.len()
-            );
+            eprintln!("wrote {} ({} array tasks)", path.display(), indices.len());
             if submit {
                 let out = std::process::Command::new("sbatch")
                     .arg("--parsable")

@@ -38,6 +38,11 @@ enum Cmd {
     /// Run every check: fmt, libtorch-free tests, set-up, workspace tests, clippy. CI runs this,
     /// then the main job (`cargo xtask demo`).
     Test(SetupArgs),
+    /// Start a real single-node Slurm cluster (`tools/slurm/setup.sh`: Debian's slurm-wlm and
+    /// munge, as root) and run the Slurm integration test (`tests/slurm_cli.rs`: the smoke
+    /// sweep as a job array, one task stopped by SIGTERM, requeued and finished). `test` runs
+    /// it too.
+    TestSlurm(SetupArgs),
     /// Set up, then run `classwise demo` (release build); outputs land in `out/demo/`.
     Demo {
         #[command(flatten)]
@@ -83,6 +88,7 @@ fn main() {
     let result = match cli.command {
         Cmd::Setup(args) => setup(&args),
         Cmd::Test(args) => test(&args),
+        Cmd::TestSlurm(args) => setup(&args).and_then(|()| test_slurm()),
         Cmd::Demo { setup: args, out } => demo(&args, &out),
     };
     if let Err(e) = result {
@@ -231,6 +237,7 @@ fn test(args: &SetupArgs) -> anyhow::Result<()> {
         rest.args(["--exclude", p]);
     }
     run("tests of the libtorch packages", &mut rest)?;
+    test_slurm()?;
     run(
         "clippy",
         cargo().args([
@@ -247,6 +254,29 @@ fn test(args: &SetupArgs) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Starts the single-node Slurm cluster and runs the Slurm integration test, which plain
+/// `cargo test` skips (it needs the cluster, and root to start it).
+fn test_slurm() -> anyhow::Result<()> {
+    run(
+        "single-node Slurm cluster (tools/slurm/setup.sh)",
+        Command::new("bash")
+            .arg(paths::repo_root().join("tools/slurm/setup.sh"))
+            .current_dir(paths::repo_root()),
+    )?;
+    run(
+        "Slurm integration test",
+        cargo().args([
+            "test",
+            "-p",
+            "classwise",
+            "--test",
+            "slurm_cli",
+            "--",
+            "--ignored",
+        ]),
+    )
 }
 
 /// Fails if `package` depends on tch or torch-sys, directly or through another package.

@@ -228,7 +228,11 @@ pub fn markdown(c: &Collected) -> String {
     let models: Vec<&str> = MODELS
         .iter()
         .map(|(m, _)| *m)
-        .filter(|m| c.groups.iter().any(|g| g.models.iter().any(|s| s.model == *m)))
+        .filter(|m| {
+            c.groups
+                .iter()
+                .any(|g| g.models.iter().any(|s| s.model == *m))
+        })
         .collect();
     for model in models {
         out.push_str(&format!("\n## Model `{model}`\n\n"));

@@ -65,7 +65,10 @@ pub fn run_local(dir: &Path, opts: &LocalOptions) -> Result<LocalReport> {
     loop {
         if crate::interrupt::requested() && !stopping {
             stopping = true;
-            eprintln!("stopping: asking {} running task(s) to checkpoint", running.len());
+            eprintln!(
+                "stopping: asking {} running task(s) to checkpoint",
+                running.len()
+            );
             for w in &running {
                 // SAFETY: signalling a child we spawned and have not reaped.
                 unsafe { libc::kill(w.child.id() as libc::pid_t, libc::SIGTERM) };

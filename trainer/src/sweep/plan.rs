@@ -196,7 +196,11 @@ impl SweepSpec {
         }
         for (key, values) in &self.grid {
             if values.is_empty() {
-                return Err(invalid(field(&format!("grid.{key}")), "[]", "at least one value"));
+                return Err(invalid(
+                    field(&format!("grid.{key}")),
+                    "[]",
+                    "at least one value",
+                ));
             }
         }
         Ok(())
@@ -241,7 +245,10 @@ impl SweepSpec {
                         let mut overrides = self.set.clone();
                         overrides.extend(variant.iter().flat_map(|v| v.set.iter().cloned()));
                         overrides.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
-                        overrides.push(format!("name={}", toml_text(&toml::Value::String(group_name(&group, seed)))));
+                        overrides.push(format!(
+                            "name={}",
+                            toml_text(&toml::Value::String(group_name(&group, seed)))
+                        ));
                         overrides.push(format!("seed={seed}"));
                         let config = RunConfig::from_file(&file, &overrides).map_err(|e| {
                             e.in_section(&format!("{} (with {})", file.display(), group))

@@ -111,7 +111,9 @@ pub fn describe(progress: RunProgress, epochs: usize) -> String {
     match progress {
         RunProgress::NotStarted => "-".into(),
         RunProgress::Epochs(n) => format!("{n}/{epochs} epochs"),
-        RunProgress::MidEpoch { epoch, step } => format!("{epoch}/{epochs} epochs + {step} batches"),
+        RunProgress::MidEpoch { epoch, step } => {
+            format!("{epoch}/{epochs} epochs + {step} batches")
+        }
         RunProgress::Complete => "complete".into(),
     }
 }

@@ -96,7 +96,11 @@ impl TaskRecord {
 
     /// Writes the record atomically.
     pub fn save(&self, sweep: &Path) -> Result<()> {
-        crate::io::write_json(&TaskRecord::path(sweep, &self.id), "sweep task record", self)
+        crate::io::write_json(
+            &TaskRecord::path(sweep, &self.id),
+            "sweep task record",
+            self,
+        )
     }
 
     /// The last attempt.
