@@ -203,7 +203,7 @@ fn the_local_executor_survives_a_killed_worker_and_a_stop() {
     plan(&smoke(), &dir);
     let ids = ids(&dir);
     let run = |i: usize| dir.join("runs").join(&ids[i]);
-    let mut executor = classwise(&["sweep", "run", "--workers", "2", "--threads", "1"])
+    let executor = classwise(&["sweep", "run", "--workers", "2", "--threads", "1"])
         .arg(&dir)
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -261,13 +261,13 @@ fn the_local_executor_survives_a_killed_worker_and_a_stop() {
     let s2 = sessions(&run(2));
     assert_eq!(s2.len(), 2, "{s2:?}");
     assert!(s2[1] > (1, 0), "resumed inside epoch 1 or later: {s2:?}");
-    for i in 0..4 {
+    for (i, id) in ids.iter().enumerate() {
         assert_eq!(epochs_logged(&run(i)), 3, "run {i}");
         // Every session starts later than the one before; a run whose first attempt finished
         // had that one session.
         let s = sessions(&run(i));
         assert!(s.windows(2).all(|w| w[0] < w[1]), "run {i}: {s:?}");
-        let attempts = json(&dir.join("tasks").join(format!("{}.json", ids[i])))["attempts"]
+        let attempts = json(&dir.join("tasks").join(format!("{id}.json")))["attempts"]
             .as_array()
             .unwrap()
             .clone();

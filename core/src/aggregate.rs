@@ -49,7 +49,10 @@ mod tests {
         let one = MeanStd::of(&[0.25]).unwrap();
         assert_eq!((one.mean, one.std), (0.25, None));
         assert_eq!(one.percent(1), "25.0");
-        assert_eq!(MeanStd::of(&[0.5, 0.7]).unwrap().percent(2), "60.00 ± 14.14");
+        assert_eq!(
+            MeanStd::of(&[0.5, 0.7]).unwrap().percent(2),
+            "60.00 ± 14.14"
+        );
         assert!(MeanStd::of(&[]).is_none());
     }
 }

@@ -327,7 +327,11 @@ impl ClassSummary {
 
     /// The worst class's accuracy (NaN without classes).
     pub fn worst(&self) -> f64 {
-        self.per_class.iter().copied().reduce(f64::min).unwrap_or(f64::NAN)
+        self.per_class
+            .iter()
+            .copied()
+            .reduce(f64::min)
+            .unwrap_or(f64::NAN)
     }
 }
 

@@ -169,6 +169,9 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
+# Scan the queue every 2 s (defaults: 60 s main loop, 30 s backfill): a job whose begin time
+# passes (e.g. a requeued one) is otherwise only noticed up to 30 s later.
+SchedulerParameters=sched_interval=2,bf_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 JobRequeue=1
@@ -227,12 +230,15 @@ fi
 # suffix like `*` (not responding) or `~` (powered off).
 deadline=$((SECONDS + TIMEOUT))
 state=""
+resumed_from=""
 while :; do
     state=$(sinfo -h -n "$NODE" -o '%T' 2>/dev/null | head -n 1 || true)
     case $state in
     idle | mixed | allocated | completing) break ;;
-    down | drained | draining | drain | fail | failing)
-        log "node $NODE is $state: resuming it"
+    down* | drain* | fail*)
+        # Refused while slurmd has not registered yet (state with `*`): tried again each second.
+        [[ $state == "$resumed_from" ]] || log "node $NODE is $state: resuming it"
+        resumed_from=$state
         scontrol update nodename="$NODE" state=resume 2>/dev/null || true
         ;;
     esac

@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-
-
 pub use classwise_core::record::{ClassSummary, EpochRecord, ReportRecord, SplitRecord};
 
 use crate::error::{FigureError, Result, invalid};

@@ -93,7 +93,7 @@ impl RunDir {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with(MidEpoch::PREFIX) && Some(name.as_str()) != keep {
-                std::fs::remove_dir_all(entry.path()).at("removing", &entry.path())?;
+                std::fs::remove_dir_all(entry.path()).at("removing", entry.path())?;
             }
         }
         Ok(())

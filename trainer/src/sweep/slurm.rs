@@ -6,7 +6,9 @@
 //! runs the task in the background and forwards either signal to it as SIGTERM; the task writes
 //! a checkpoint at the next batch boundary and exits with status 75; the script then asks Slurm
 //! to requeue the array task (`scontrol requeue`, which `--requeue` allows), and the requeued
-//! task resumes from the checkpoint. Any other status ends the array task with that status.
+//! task resumes from the checkpoint. A job being cancelled or at its time limit (Slurm shows it
+//! COMPLETING when the signal comes) is not requeued: its checkpoint waits for the next
+//! submission. Any other status ends the array task with that status.
 
 use std::path::{Path, PathBuf};
 
@@ -115,7 +117,10 @@ export OMP_NUM_THREADS="${{SLURM_CPUS_PER_TASK:-1}}"
 # (bash runs traps only between commands, and `wait` is interruptible).
 {program} sweep task {dir_q} --index "${{SLURM_ARRAY_TASK_ID}}" --threads "${{SLURM_CPUS_PER_TASK:-1}}" &
 child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM USR1
+# The job's state when the signal came: RUNNING for the time-limit warning or `scancel
+# --signal`, COMPLETING for a cancellation or the time limit itself, which must not requeue.
+state=RUNNING
+trap 'state=$(squeue -h -j "${{SLURM_JOB_ID}}" -o %T 2>/dev/null); state=${{state:-RUNNING}}; kill -TERM "$child" 2>/dev/null' TERM USR1
 while :; do
     wait "$child"
     status=$?
@@ -127,9 +132,12 @@ while :; do
     [ "$again" -ne 127 ] && status=$again
     break
 done
-if [ "$status" -eq {interrupted} ]; then
+if [ "$status" -eq {interrupted} ] && [ "$state" = RUNNING ]; then
     echo "[$(date -Is)] checkpointed: requeueing ${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}"
+    # Slurm then ends this incarnation (TERM, then KILL): nothing may follow.
     scontrol requeue "${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}"
+elif [ "$status" -eq {interrupted} ]; then
+    echo "[$(date -Is)] checkpointed; the job was $state, so it is not requeued: resubmit to resume"
 fi
 exit "$status"
 "#,
