@@ -8,8 +8,8 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use classwise_trainer::interrupt::{self, EXIT_INTERRUPTED};
 use classwise_trainer::sweep::local::{LocalOptions, run_local};
-use classwise_trainer::sweep::slurm::{SlurmOptions, script};
-use classwise_trainer::sweep::task::{EXIT_BUSY, TaskOptions, TaskOutcome, run_task};
+use classwise_trainer::sweep::slurm::{SlurmOptions, script, stages};
+use classwise_trainer::sweep::task::{EXIT_BUSY, EXIT_WAITING, TaskOptions, TaskOutcome, run_task};
 use classwise_trainer::sweep::{self, collect, status};
 
 #[derive(Subcommand)]
@@ -40,7 +40,8 @@ pub enum SweepCommand {
     },
     /// Write DIR/slurm/sweep.sbatch, the job array of the unfinished runs (array task i runs
     /// `classwise sweep task DIR --index i`; SIGTERM or the time-limit warning checkpoints and
-    /// requeues it); with --submit, also submit it with sbatch.
+    /// requeues it), and sweep-stageN.sbatch for runs that start from others (`{run:GROUP}`);
+    /// with --submit, also submit them with sbatch, each stage after the one before.
     Slurm {
         dir: PathBuf,
         #[arg(long)]
@@ -82,7 +83,7 @@ pub enum SweepCommand {
     },
     /// Train run INDEX of the manifest (one array task): resumes it from its checkpoint, does
     /// nothing if it is finished; exit status 75 after a signal (checkpointed: requeue me), 16
-    /// when another process trains it.
+    /// when another process trains it, 17 when the runs it starts from are not complete.
     Task {
         dir: PathBuf,
         #[arg(long)]
@@ -192,16 +193,48 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
                 program: std::env::current_exe().context("locating the classwise binary")?,
                 data_dir: data_dir.map(|d| absolute(&d)).transpose()?,
             };
-            let text = script(&dir, &manifest.name, &indices, &options);
-            let path = dir.join("slurm").join("sweep.sbatch");
-            classwise_trainer::io::write_atomic(&path, text.as_bytes())?;
-            eprintln!("wrote {} ({} array tasks)", path.display(), indices.len());
-            if submit {
-                let out = std::process::Command::new("sbatch")
-                    .arg("--parsable")
-                    .arg(&path)
-                    .output()
-                    .context("running sbatch (is Slurm installed? tools/slurm/setup.sh starts a single-node cluster)")?;
+            // One array per stage: runs that start from others go after them.
+            let stage = stages(&manifest);
+            let mut previous: Option<String> = None;
+            for level in 0..=stage.iter().copied().max().unwrap_or(0) {
+                let here: Vec<usize> = indices
+                    .iter()
+                    .copied()
+                    .filter(|&i| stage[i] == level)
+                    .collect();
+                if here.is_empty() {
+                    continue;
+                }
+                let text = script(&dir, &manifest.name, &here, &options);
+                let file = match level {
+                    0 => "sweep.sbatch".to_owned(),
+                    l => format!("sweep-stage{l}.sbatch"),
+                };
+                let path = dir.join("slurm").join(file);
+                classwise_trainer::io::write_atomic(&path, text.as_bytes())?;
+                eprintln!(
+                    "wrote {} ({} array tasks{})",
+                    path.display(),
+                    here.len(),
+                    if level > 0 {
+                        ", to submit after the previous stage: sbatch --dependency=afterany:JOB"
+                    } else {
+                        ""
+                    }
+                );
+                if !submit {
+                    println!("{}", path.display());
+                    continue;
+                }
+                let mut sbatch = std::process::Command::new("sbatch");
+                sbatch.arg("--parsable");
+                if let Some(job) = &previous {
+                    sbatch.arg(format!("--dependency=afterany:{job}"));
+                }
+                let out = sbatch.arg(&path).output().context(
+                    "running sbatch (is Slurm installed? tools/slurm/setup.sh starts a \
+                     single-node cluster)",
+                )?;
                 if !out.status.success() {
                     bail!(
                         "sbatch {} failed: {}",
@@ -212,8 +245,7 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
                 let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
                 let id = id.split(';').next().unwrap_or_default().to_owned();
                 println!("{id}");
-            } else {
-                println!("{}", path.display());
+                previous = Some(id);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -251,6 +283,14 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
                         mid.epoch + 1
                     );
                     ExitCode::from(EXIT_INTERRUPTED)
+                }
+                TaskOutcome::Waiting(ids) => {
+                    eprintln!(
+                        "run {index} of {} starts from runs that are not complete: {}",
+                        dir.display(),
+                        ids.join(", ")
+                    );
+                    ExitCode::from(EXIT_WAITING)
                 }
                 TaskOutcome::Busy(holder) => {
                     eprintln!(

@@ -27,6 +27,11 @@ fn ids(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Where the planning test plans the shipped WAT Table 1 sweep.
+fn shipped_dir(tmp: &tempfile::TempDir) -> PathBuf {
+    tmp.path().join("shipped").join("fmnist-wat-table1")
+}
+
 fn plan(spec: &Path, dir: &Path) -> String {
     let out = classwise(&["sweep", "plan"])
         .arg(spec)
@@ -139,10 +144,56 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
         planned,
         [
             ("fmnist-cfa-table1".to_owned(), 18),
-            ("fmnist-wat-table1".to_owned(), 9),
+            ("fmnist-wat-table1".to_owned(), 15),
             ("smoke".to_owned(), 4)
         ]
     );
+    // FRL fine-tunes the TRADES run of its own seed.
+    let wat = shipped_dir(&tmp);
+    let m = manifest(&wat);
+    let runs = m["runs"].as_array().unwrap();
+    let trades: Vec<&serde_json::Value> = runs
+        .iter()
+        .filter(|r| r["group"] == "fmnist-trades")
+        .collect();
+    let frl: Vec<&serde_json::Value> = runs
+        .iter()
+        .filter(|r| r["group"].as_str().unwrap().starts_with("fmnist-frl"))
+        .collect();
+    assert_eq!((trades.len(), frl.len()), (3, 6));
+    for r in frl {
+        let t = trades.iter().find(|t| t["seed"] == r["seed"]).unwrap();
+        assert_eq!(r["after"], serde_json::json!([t["id"]]));
+        let config: toml::Table = toml::from_str(r["config"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            Path::new(config["train"]["init_from"]["path"].as_str().unwrap()),
+            std::path::absolute(&wat)
+                .unwrap()
+                .join("runs")
+                .join(t["id"].as_str().unwrap())
+        );
+    }
+    // A reference to a preset the sweep does not have.
+    let bad = tmp.path().join("bad-reference.toml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(shipped.join("fmnist-wat-table1.toml"))
+            .unwrap()
+            .replacen("{run:fmnist-trades}", "{run:fmnist-tradez}", 1)
+            .replace(
+                "../configs/",
+                &format!("{}/configs/", env!("CARGO_MANIFEST_DIR")),
+            ),
+    )
+    .unwrap();
+    let out = classwise(&["sweep", "plan"])
+        .arg(&bad)
+        .arg("--out")
+        .arg(tmp.path().join("bad-reference"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out).contains("{run:fmnist-tradez}"), "{}", text(&out));
     // A task index outside the manifest.
     let out = classwise(&["sweep", "task"])
         .arg(&dir)
@@ -328,4 +379,57 @@ fn the_local_executor_survives_a_killed_worker_and_a_stop() {
     assert!(csv.contains("fmnist-at-cfa,last,"), "{csv}");
     let md = std::fs::read_to_string(dir.join("collect.md")).unwrap();
     assert!(md.contains("| fmnist-at | 2/2 |"), "{md}");
+}
+
+#[test]
+fn a_run_that_starts_from_another_waits_for_it() {
+    // The smoke settings, PGD-AT then FRL-RWRM fine-tuning it, one seed.
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("chain.toml");
+    let smoke_text = std::fs::read_to_string(smoke()).unwrap();
+    let set = &smoke_text[smoke_text.find("set = [").unwrap()..];
+    let configs = format!("{}/configs", env!("CARGO_MANIFEST_DIR"));
+    let chain = format!(
+        r#"name = "chain"
+seeds = [0]
+presets = [
+    "{configs}/fmnist-at.toml",
+    {{ file = "{configs}/fmnist-frl-rwrm.toml", set = ['train.init_from.path="{{run:fmnist-at}}"', "epochs=1"] }},
+]
+{set}"#
+    );
+    std::fs::write(&spec, chain).unwrap();
+    let dir = tmp.path().join("s");
+    plan(&spec, &dir);
+    let ids = ids(&dir);
+    // The FRL run alone refuses to start before the run it fine-tunes is complete.
+    let out = classwise(&["sweep", "task", "--index", "1"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(17), "{}", text(&out));
+    assert!(text(&out).contains(&ids[0]), "{}", text(&out));
+    let rows = status(&dir);
+    assert_eq!(rows[1]["state"], "pending");
+    assert_eq!(rows[1]["detail"], format!("after {}", ids[0]));
+    // Two workers: the FRL run starts once the PGD-AT run is complete, from its weights.
+    let out = classwise(&["sweep", "run", "--workers", "2", "--threads", "1"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let at = dir.join("runs").join(&ids[0]);
+    let frl = dir.join("runs").join(&ids[1]);
+    let init = json(&frl.join("init.json"));
+    assert_eq!(
+        Path::new(init["path"].as_str().unwrap()),
+        std::path::absolute(&at).unwrap()
+    );
+    let attempt =
+        |id: &str| json(&dir.join("tasks").join(format!("{id}.json")))["attempts"][0].clone();
+    assert!(
+        attempt(&ids[1])["started_unix_seconds"].as_u64().unwrap()
+            >= attempt(&ids[0])["ended_unix_seconds"].as_u64().unwrap()
+    );
+    assert!(status(&dir).iter().all(|r| r["state"] == "done"));
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::task::EXIT_BUSY;
+use super::task::{EXIT_BUSY, EXIT_WAITING};
 use super::{Manifest, SweepDir};
 use crate::error::{IoContext, Result};
 use crate::interrupt::EXIT_INTERRUPTED;
@@ -37,7 +37,7 @@ pub struct LocalReport {
     pub failed: Vec<(String, String, PathBuf)>,
     /// Trained by another process at the time.
     pub busy: Vec<String>,
-    /// Not started because the executor was stopped.
+    /// Not started: the executor was stopped, or the runs they start from did not complete.
     pub not_started: Vec<String>,
 }
 
@@ -57,7 +57,7 @@ pub fn run_local(dir: &Path, opts: &LocalOptions) -> Result<LocalReport> {
         if RunDir(sweep.run(&entry.id)).progress()? == RunProgress::Complete {
             report.skipped.push(entry.id.clone());
         } else {
-            queue.push_back((index, entry.id.clone()));
+            queue.push_back((index, entry.id.clone(), entry.after.clone()));
         }
     }
     let mut running: Vec<Worker> = Vec::new();
@@ -74,12 +74,22 @@ pub fn run_local(dir: &Path, opts: &LocalOptions) -> Result<LocalReport> {
                 unsafe { libc::kill(w.child.id() as libc::pid_t, libc::SIGTERM) };
             }
         }
+        // The first queued run whose runs it starts from are complete.
         while !stopping && running.len() < opts.workers.max(1) {
-            let Some((index, id)) = queue.pop_front() else {
+            let mut ready = None;
+            for (pos, (_, _, after)) in queue.iter().enumerate() {
+                if super::incomplete(dir, after)?.is_empty() {
+                    ready = Some(pos);
+                    break;
+                }
+            }
+            let Some((index, id, _)) = ready.and_then(|pos| queue.remove(pos)) else {
                 break;
             };
             running.push(spawn(dir, &sweep, index, &id, opts)?);
         }
+        // Nothing running and nothing startable: what is left waits for runs that did not
+        // complete.
         if running.is_empty() {
             break;
         }
@@ -104,6 +114,13 @@ pub fn run_local(dir: &Path, opts: &LocalOptions) -> Result<LocalReport> {
                     eprintln!("interrupted {} (checkpointed; a rerun resumes it)", w.id);
                     report.interrupted.push(w.id);
                 }
+                Some(c) if c == i32::from(EXIT_WAITING) => {
+                    eprintln!(
+                        "waiting     {} (the runs it starts from are not complete)",
+                        w.id
+                    );
+                    report.not_started.push(w.id);
+                }
                 Some(c) if c == i32::from(EXIT_BUSY) => {
                     eprintln!("busy        {} (another process trains it)", w.id);
                     report.busy.push(w.id);
@@ -123,7 +140,9 @@ pub fn run_local(dir: &Path, opts: &LocalOptions) -> Result<LocalReport> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    report.not_started = queue.into_iter().map(|(_, id)| id).collect();
+    report
+        .not_started
+        .extend(queue.into_iter().map(|(_, id, _)| id));
     Ok(report)
 }
 

@@ -21,7 +21,10 @@ pub mod slurm;
 pub mod status;
 pub mod task;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+use crate::run::{RunDir, RunProgress};
 
 pub use plan::{Entry, Manifest, PlanSummary, SweepSpec, plan};
 
@@ -38,4 +41,16 @@ impl SweepDir {
     pub fn log(&self, id: &str) -> PathBuf {
         self.0.join("logs").join(format!("{id}.log"))
     }
+}
+
+/// The runs among `ids` of the sweep in `dir` that are not complete.
+pub fn incomplete(dir: &Path, ids: &[String]) -> Result<Vec<String>> {
+    let sweep = SweepDir(dir.to_path_buf());
+    let mut out = Vec::new();
+    for id in ids {
+        if RunDir(sweep.run(id)).progress()? != RunProgress::Complete {
+            out.push(id.clone());
+        }
+    }
+    Ok(out)
 }

@@ -19,6 +19,12 @@
 //! [grid]                                        # optional: the cartesian product
 //! "train.eps" = [0.1, 0.2]
 //! ```
+//!
+//! A preset may carry overrides of its own, `{ file = "...", set = [...] }`, and an override may
+//! name another run of the sweep with the same seed (and variant and grid point), `{run:GROUP}`,
+//! which becomes that run's directory: FRL fine-tunes each seed's TRADES run with
+//! `train.init_from.path="{run:fmnist-trades}"`. The run then waits for the one it names
+//! ([`Entry::after`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,7 +45,7 @@ pub struct SweepSpec {
     #[serde(default)]
     pub description: Option<String>,
     /// Run configurations, relative to the sweep file; one axis.
-    pub presets: Vec<PathBuf>,
+    pub presets: Vec<Preset>,
     /// Seeds; one axis (the axis `collect` averages over).
     pub seeds: Vec<u64>,
     /// Overrides applied to every run, before the variant's and the grid's.
@@ -51,6 +57,38 @@ pub struct SweepSpec {
     /// Dotted keys, each with the values it takes; the runs cover their cartesian product.
     #[serde(default)]
     pub grid: BTreeMap<String, Vec<toml::Value>>,
+}
+
+/// A preset of a sweep: a file, or a file with overrides of its own (applied after the sweep's
+/// `set`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Preset {
+    File(PathBuf),
+    WithSet(PresetWithSet),
+}
+
+/// `{ file = "...", set = [...] }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PresetWithSet {
+    pub file: PathBuf,
+    #[serde(default)]
+    pub set: Vec<String>,
+}
+
+impl Preset {
+    pub fn file(&self) -> &Path {
+        match self {
+            Preset::File(f) | Preset::WithSet(PresetWithSet { file: f, .. }) => f,
+        }
+    }
+    fn set(&self) -> &[String] {
+        match self {
+            Preset::File(_) => &[],
+            Preset::WithSet(p) => &p.set,
+        }
+    }
 }
 
 /// A named list of overrides.
@@ -74,8 +112,12 @@ pub struct Entry {
     /// The preset file, as the sweep file names it.
     pub preset: PathBuf,
     pub variant: Option<String>,
-    /// Every override applied, in order (the seed's last).
+    /// Every override applied, in order (the seed's last), `{run:GROUP}` resolved.
     pub overrides: Vec<String>,
+    /// The runs this one starts from (`{run:GROUP}` in its overrides): its task waits until they
+    /// are complete.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
     /// The resolved configuration (TOML), as `classwise train` writes it to `config.toml`.
     pub config: String,
 }
@@ -207,8 +249,9 @@ impl SweepSpec {
     }
 
     /// Every run: presets × variants × grid points × seeds, in that nesting order, each
-    /// configuration resolved and validated (an error names the preset and the override).
-    pub fn expand(&self, spec_path: &Path) -> Result<Vec<Entry>> {
+    /// configuration resolved and validated (an error names the preset and the override);
+    /// `{run:GROUP}` becomes the directory of that group's run under `sweep_dir`.
+    pub fn expand(&self, spec_path: &Path, sweep_dir: &Path) -> Result<Vec<Entry>> {
         let base = spec_path.parent().unwrap_or(Path::new("."));
         let variants: Vec<Option<&Variant>> = if self.variant.is_empty() {
             vec![None]
@@ -228,21 +271,35 @@ impl SweepSpec {
                 })
                 .collect();
         }
-        let mut runs = Vec::new();
+        // The runs with their overrides, references not yet resolved.
+        struct Pending<'a> {
+            preset: &'a Preset,
+            variant: Option<&'a Variant>,
+            /// The group without the preset: the variant and the grid point.
+            rest: Vec<String>,
+            group: String,
+            seed: u64,
+            overrides: Vec<String>,
+        }
+        let mut pending = Vec::new();
         for preset in &self.presets {
-            let file = base.join(preset);
-            let stem = file
+            let stem = preset
+                .file()
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             for variant in &variants {
                 for point in &points {
-                    let mut group = vec![stem.clone()];
-                    group.extend(variant.map(|v| v.name.clone()));
-                    group.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
-                    let group = group.join("/");
+                    let mut rest: Vec<String> =
+                        variant.map(|v| v.name.clone()).into_iter().collect();
+                    rest.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
+                    let group = std::iter::once(stem.clone())
+                        .chain(rest.iter().cloned())
+                        .collect::<Vec<_>>()
+                        .join("/");
                     for &seed in &self.seeds {
                         let mut overrides = self.set.clone();
+                        overrides.extend(preset.set().iter().cloned());
                         overrides.extend(variant.iter().flat_map(|v| v.set.iter().cloned()));
                         overrides.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
                         overrides.push(format!(
@@ -250,24 +307,102 @@ impl SweepSpec {
                             toml_text(&toml::Value::String(group_name(&group, seed)))
                         ));
                         overrides.push(format!("seed={seed}"));
-                        let config = RunConfig::from_file(&file, &overrides).map_err(|e| {
-                            e.in_section(&format!("{} (with {})", file.display(), group))
-                        })?;
-                        let config = config.to_toml()?;
-                        let id = run_id(&group, seed, &config);
-                        runs.push(Entry {
-                            id,
+                        pending.push(Pending {
+                            preset,
+                            variant: *variant,
+                            rest: rest.clone(),
                             group: group.clone(),
                             seed,
-                            preset: preset.clone(),
-                            variant: variant.map(|v| v.name.clone()),
                             overrides,
-                            config,
                         });
                     }
                 }
             }
         }
+        // Resolved in rounds: a run whose references all name resolved runs resolves next.
+        let mut runs: Vec<Option<Entry>> = vec![None; pending.len()];
+        loop {
+            let mut progressed = false;
+            for (i, p) in pending.iter().enumerate() {
+                if runs[i].is_some() {
+                    continue;
+                }
+                let mut after = Vec::new();
+                let mut overrides = Vec::new();
+                let mut ready = true;
+                for o in &p.overrides {
+                    let mut text = o.clone();
+                    while let Some((start, target)) = reference(&text) {
+                        // The same seed, variant and grid point in the named preset's group.
+                        let wanted = std::iter::once(target.clone())
+                            .chain(p.rest.iter().cloned())
+                            .collect::<Vec<_>>()
+                            .join("/");
+                        let Some(j) = pending
+                            .iter()
+                            .position(|q| q.group == wanted && q.seed == p.seed)
+                        else {
+                            return Err(invalid(
+                                format!("{}: {}", spec_path.display(), p.group),
+                                format!("{{run:{target}}}"),
+                                format!(
+                                    "a reference to a preset of the sweep with seed {} (no run \
+                                     `{wanted}`)",
+                                    p.seed
+                                ),
+                            ));
+                        };
+                        let Some(dep) = &runs[j] else {
+                            ready = false;
+                            break;
+                        };
+                        let path = sweep_dir.join("runs").join(&dep.id);
+                        let end = start + "{run:".len() + target.len() + 1;
+                        text.replace_range(start..end, &path.display().to_string());
+                        after.push(dep.id.clone());
+                    }
+                    if !ready {
+                        break;
+                    }
+                    overrides.push(text);
+                }
+                if !ready {
+                    continue;
+                }
+                let file = base.join(p.preset.file());
+                let config = RunConfig::from_file(&file, &overrides)
+                    .map_err(|e| e.in_section(&format!("{} (with {})", file.display(), p.group)))?
+                    .to_toml()?;
+                runs[i] = Some(Entry {
+                    id: run_id(&p.group, p.seed, &config),
+                    group: p.group.clone(),
+                    seed: p.seed,
+                    preset: p.preset.file().to_path_buf(),
+                    variant: p.variant.map(|v| v.name.clone()),
+                    overrides,
+                    after,
+                    config,
+                });
+                progressed = true;
+            }
+            if runs.iter().all(Option::is_some) {
+                break;
+            }
+            if !progressed {
+                let stuck: Vec<&str> = pending
+                    .iter()
+                    .zip(&runs)
+                    .filter(|(_, r)| r.is_none())
+                    .map(|(p, _)| p.group.as_str())
+                    .collect();
+                return Err(invalid(
+                    spec_path.display().to_string(),
+                    format!("{{run:...}} references among {}", stuck.join(", ")),
+                    "references without a cycle",
+                ));
+            }
+        }
+        let runs: Vec<Entry> = runs.into_iter().flatten().collect();
         let mut ids = std::collections::BTreeSet::new();
         for r in &runs {
             if !ids.insert(&r.id) {
@@ -280,6 +415,14 @@ impl SweepSpec {
         }
         Ok(runs)
     }
+}
+
+/// The first `{run:GROUP}` in `text`: its byte offset and GROUP.
+fn reference(text: &str) -> Option<(usize, String)> {
+    let start = text.find("{run:")?;
+    let rest = &text[start + "{run:".len()..];
+    let end = rest.find('}')?;
+    Some((start, rest[..end].to_owned()))
 }
 
 /// A run's name: its group and seed.
@@ -328,7 +471,8 @@ pub struct PlanSummary {
 /// directories; new ones follow.
 pub fn plan(spec_path: &Path, dir: &Path) -> Result<(Manifest, PlanSummary)> {
     let spec = SweepSpec::from_file(spec_path)?;
-    let mut fresh = spec.expand(spec_path)?;
+    let sweep_dir = std::path::absolute(dir).at("resolving", dir)?;
+    let mut fresh = spec.expand(spec_path, &sweep_dir)?;
     let previous = if Manifest::path(dir).exists() {
         Some(Manifest::load(dir)?)
     } else {

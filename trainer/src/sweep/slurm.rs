@@ -40,6 +40,37 @@ pub struct SlurmOptions {
     pub data_dir: Option<PathBuf>,
 }
 
+/// The stage of each run of `manifest`: 0 for a run that starts from no other, else one more
+/// than the stage of the runs it starts from ([`super::Entry::after`]). `classwise sweep slurm`
+/// writes one array per stage, each submitted after the one before it
+/// (`--dependency=afterany`); a task whose runs are not complete still refuses to start.
+pub fn stages(manifest: &super::Manifest) -> Vec<usize> {
+    let index: std::collections::BTreeMap<&str, usize> = manifest
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i))
+        .collect();
+    let mut stage: Vec<Option<usize>> = vec![None; manifest.runs.len()];
+    // Planning refuses cycles, so every pass settles at least one run.
+    for _ in 0..=manifest.runs.len() {
+        for (i, e) in manifest.runs.iter().enumerate() {
+            if stage[i].is_some() {
+                continue;
+            }
+            let deps: Option<Vec<usize>> = e
+                .after
+                .iter()
+                .map(|id| index.get(id.as_str()).map_or(Some(0), |&j| stage[j]))
+                .collect();
+            if let Some(deps) = deps {
+                stage[i] = Some(deps.iter().map(|d| d + 1).max().unwrap_or(0));
+            }
+        }
+    }
+    stage.into_iter().map(|s| s.unwrap_or(0)).collect()
+}
+
 /// `0-3,5,7-9`: the array indices as ranges.
 pub fn array_ranges(indices: &[usize]) -> String {
     let mut sorted = indices.to_vec();

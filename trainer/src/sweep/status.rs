@@ -90,6 +90,10 @@ pub fn status(dir: &Path) -> Result<(Manifest, Vec<RunStatus>)> {
                     a.host, a.pid
                 )
             }),
+            RunState::Pending if !entry.after.is_empty() => {
+                let waiting = super::incomplete(dir, &entry.after)?;
+                (!waiting.is_empty()).then(|| format!("after {}", waiting.join(", ")))
+            }
             _ => None,
         };
         rows.push(RunStatus {

@@ -178,6 +178,9 @@ impl RunLock {
 /// The exit status of a task whose run another process holds (`sweep run` reports it as busy).
 pub const EXIT_BUSY: u8 = 16;
 
+/// The exit status of a task whose run starts from runs that are not complete yet.
+pub const EXIT_WAITING: u8 = 17;
+
 /// What one task did.
 #[derive(Debug)]
 pub enum TaskOutcome {
@@ -189,6 +192,8 @@ pub enum TaskOutcome {
     Interrupted(crate::run::MidEpoch),
     /// Another process holds the run's lock (its last attempt, if recorded).
     Busy(Option<Attempt>),
+    /// The runs it starts from ([`super::Entry::after`]) are not complete: these ids.
+    Waiting(Vec<String>),
 }
 
 /// How a task trains.
@@ -211,6 +216,10 @@ pub fn run_task(dir: &Path, index: usize, opts: TaskOptions) -> Result<TaskOutco
     let run = RunDir(super::SweepDir(dir.to_path_buf()).run(&entry.id));
     if run.progress()? == RunProgress::Complete {
         return Ok(TaskOutcome::AlreadyDone);
+    }
+    let waiting = super::incomplete(dir, &entry.after)?;
+    if !waiting.is_empty() {
+        return Ok(TaskOutcome::Waiting(waiting));
     }
     let Some(_lock) = RunLock::try_acquire(dir, &entry.id)? else {
         let holder = TaskRecord::load(dir, &entry.id)?.last().cloned();
