@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use classwise_trainer::interrupt::{self, EXIT_INTERRUPTED};
 use classwise_trainer::sweep::local::{LocalOptions, run_local};
 use classwise_trainer::sweep::slurm::{SlurmOptions, script, stages};
@@ -44,32 +44,8 @@ pub enum SweepCommand {
     /// with --submit, also submit them with sbatch, each stage after the one before.
     Slurm {
         dir: PathBuf,
-        #[arg(long)]
-        partition: Option<String>,
-        /// Time limit per array task (e.g. 04:00:00).
-        #[arg(long)]
-        time: Option<String>,
-        #[arg(long, default_value_t = 1)]
-        cpus_per_task: u32,
-        /// GPUs per array task (--gres=gpu:G).
-        #[arg(long, default_value_t = 0)]
-        gpus: u32,
-        /// Memory per array task (e.g. 16G).
-        #[arg(long)]
-        mem: Option<String>,
-        #[arg(long)]
-        account: Option<String>,
-        #[arg(long)]
-        qos: Option<String>,
-        /// At most this many array tasks at once.
-        #[arg(long)]
-        max_parallel: Option<usize>,
-        /// Seconds before the time limit at which the task checkpoints and requeues.
-        #[arg(long, default_value_t = 120)]
-        signal_before: u32,
-        /// Further sbatch options, written as given (repeatable), e.g. --sbatch=--constraint=a100.
-        #[arg(long = "sbatch", value_name = "OPTION", allow_hyphen_values = true)]
-        extra: Vec<String>,
+        #[command(flatten)]
+        slurm: SlurmArgs,
         /// Array over every run, finished ones included (their tasks return at once).
         #[arg(long)]
         all: bool,
@@ -105,6 +81,56 @@ pub enum SweepCommand {
     /// Mean ± std over seeds of the finished runs, per group and per class: DIR/collect.json,
     /// collect.csv and collect.md (printed).
     Collect { dir: PathBuf },
+}
+
+/// What the sbatch script asks of Slurm ([`SlurmOptions`] without the binary and data paths).
+#[derive(Args)]
+pub struct SlurmArgs {
+    #[arg(long)]
+    partition: Option<String>,
+    /// Time limit per array task (e.g. 04:00:00).
+    #[arg(long)]
+    time: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    cpus_per_task: u32,
+    /// GPUs per array task (--gres=gpu:G).
+    #[arg(long, default_value_t = 0)]
+    gpus: u32,
+    /// Memory per array task (e.g. 16G).
+    #[arg(long)]
+    mem: Option<String>,
+    #[arg(long)]
+    account: Option<String>,
+    #[arg(long)]
+    qos: Option<String>,
+    /// At most this many array tasks at once.
+    #[arg(long)]
+    max_parallel: Option<usize>,
+    /// Seconds before the time limit at which the task checkpoints and requeues.
+    #[arg(long, default_value_t = 120)]
+    signal_before: u32,
+    /// Further sbatch options, written as given (repeatable), e.g. --sbatch=--constraint=a100.
+    #[arg(long = "sbatch", value_name = "OPTION", allow_hyphen_values = true)]
+    extra: Vec<String>,
+}
+
+impl SlurmArgs {
+    fn options(self, program: PathBuf, data_dir: Option<PathBuf>) -> SlurmOptions {
+        SlurmOptions {
+            partition: self.partition,
+            time: self.time,
+            cpus_per_task: self.cpus_per_task,
+            gpus: self.gpus,
+            mem: self.mem,
+            account: self.account,
+            qos: self.qos,
+            max_parallel: self.max_parallel,
+            signal_before: self.signal_before,
+            extra: self.extra,
+            program,
+            data_dir,
+        }
+    }
 }
 
 pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
@@ -154,16 +180,7 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
         }
         SweepCommand::Slurm {
             dir,
-            partition,
-            time,
-            cpus_per_task,
-            gpus,
-            mem,
-            account,
-            qos,
-            max_parallel,
-            signal_before,
-            extra,
+            slurm,
             all,
             submit,
             data_dir,
@@ -179,20 +196,10 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
                 eprintln!("every run of {} is done: nothing to submit", dir.display());
                 return Ok(ExitCode::SUCCESS);
             }
-            let options = SlurmOptions {
-                partition,
-                time,
-                cpus_per_task,
-                gpus,
-                mem,
-                account,
-                qos,
-                max_parallel,
-                signal_before,
-                extra,
-                program: std::env::current_exe().context("locating the classwise binary")?,
-                data_dir: data_dir.map(|d| absolute(&d)).transpose()?,
-            };
+            let options = slurm.options(
+                std::env::current_exe().context("locating the classwise binary")?,
+                data_dir.map(|d| absolute(&d)).transpose()?,
+            );
             // One array per stage: runs that start from others go after them.
             let stage = stages(&manifest);
             let mut previous: Option<String> = None;

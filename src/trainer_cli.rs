@@ -223,7 +223,7 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<ExitCode> {
 
 /// Trains with SIGTERM, SIGUSR1 and Ctrl-C asking for a mid-epoch checkpoint; exits with
 /// [`EXIT_INTERRUPTED`](classwise_trainer::interrupt::EXIT_INTERRUPTED) when one came.
-pub fn train_run(
+fn train_run(
     config: &RunConfig,
     out: &std::path::Path,
     opts: TrainOptions,

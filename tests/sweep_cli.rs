@@ -32,15 +32,38 @@ fn shipped_dir(tmp: &tempfile::TempDir) -> PathBuf {
     tmp.path().join("shipped").join("fmnist-wat-table1")
 }
 
-fn plan(spec: &Path, dir: &Path) -> String {
+/// Writes `to`: the sweep file `from` changed by `edit`, its presets named by absolute paths.
+fn edited(from: &Path, to: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = edit(std::fs::read_to_string(from).unwrap()).replace(
+        "../configs/",
+        &format!("{}/configs/", env!("CARGO_MANIFEST_DIR")),
+    );
+    std::fs::write(to, text).unwrap();
+    to.to_path_buf()
+}
+
+/// `sweep plan SPEC --out DIR`: whether it succeeded and what it said.
+fn plan_output(spec: &Path, dir: &Path) -> (bool, String) {
     let out = classwise(&["sweep", "plan"])
         .arg(spec)
         .arg("--out")
         .arg(dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    text(&out)
+    (out.status.success(), text(&out))
+}
+
+/// `sweep plan` of a bad sweep file: it must fail; returns what it said.
+fn plan_fails(spec: &Path, dir: &Path) -> String {
+    let (ok, said) = plan_output(spec, dir);
+    assert!(!ok, "{said}");
+    said
+}
+
+fn plan(spec: &Path, dir: &Path) -> String {
+    let (ok, said) = plan_output(spec, dir);
+    assert!(ok, "{said}");
+    said
 }
 
 #[test]
@@ -81,15 +104,9 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
     assert_eq!(ids(&dir), first);
 
     // A third seed: the four runs keep their indices, two are appended.
-    let spec = tmp.path().join("three-seeds.toml");
-    let text3 = std::fs::read_to_string(smoke())
-        .unwrap()
-        .replace("seeds = [0, 1]", "seeds = [0, 1, 2]")
-        .replace(
-            "../configs/",
-            &format!("{}/configs/", env!("CARGO_MANIFEST_DIR")),
-        );
-    std::fs::write(&spec, text3).unwrap();
+    let spec = edited(&smoke(), &tmp.path().join("three-seeds.toml"), |t| {
+        t.replace("seeds = [0, 1]", "seeds = [0, 1, 2]")
+    });
     let said = plan(&spec, &dir);
     assert!(said.contains("6 runs (4 kept"), "{said}");
     let now = ids(&dir);
@@ -103,26 +120,10 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
         ("\"epochs=3\"", "\"epochs=0\"", "epochs"),
         ("name = \"smoke\"", "name = \"smoke test\"", "name"),
     ] {
-        let bad = tmp.path().join("bad.toml");
-        std::fs::write(
-            &bad,
-            std::fs::read_to_string(smoke())
-                .unwrap()
-                .replace(from, to)
-                .replace(
-                    "../configs/",
-                    &format!("{}/configs/", env!("CARGO_MANIFEST_DIR")),
-                ),
-        )
-        .unwrap();
-        let out = classwise(&["sweep", "plan"])
-            .arg(&bad)
-            .arg("--out")
-            .arg(tmp.path().join("bad"))
-            .output()
-            .unwrap();
-        assert!(!out.status.success());
-        let said = text(&out);
+        let bad = edited(&smoke(), &tmp.path().join("bad.toml"), |t| {
+            t.replace(from, to)
+        });
+        let said = plan_fails(&bad, &tmp.path().join("bad"));
         assert!(said.contains(named), "{to}: {said}");
     }
     // Every shipped sweep plans: its presets and overrides resolve and validate.
@@ -174,26 +175,13 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
         );
     }
     // A reference to a preset the sweep does not have.
-    let bad = tmp.path().join("bad-reference.toml");
-    std::fs::write(
-        &bad,
-        std::fs::read_to_string(shipped.join("fmnist-wat-table1.toml"))
-            .unwrap()
-            .replacen("{run:fmnist-trades}", "{run:fmnist-tradez}", 1)
-            .replace(
-                "../configs/",
-                &format!("{}/configs/", env!("CARGO_MANIFEST_DIR")),
-            ),
-    )
-    .unwrap();
-    let out = classwise(&["sweep", "plan"])
-        .arg(&bad)
-        .arg("--out")
-        .arg(tmp.path().join("bad-reference"))
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(text(&out).contains("{run:fmnist-tradez}"), "{}", text(&out));
+    let bad = edited(
+        &shipped.join("fmnist-wat-table1.toml"),
+        &tmp.path().join("bad-reference.toml"),
+        |t| t.replacen("{run:fmnist-trades}", "{run:fmnist-tradez}", 1),
+    );
+    let said = plan_fails(&bad, &tmp.path().join("bad-reference"));
+    assert!(said.contains("{run:fmnist-tradez}"), "{said}");
     // A task index outside the manifest.
     let out = classwise(&["sweep", "task"])
         .arg(&dir)

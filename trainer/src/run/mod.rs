@@ -171,7 +171,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     let start_epoch = resume_state.as_ref().map_or(0, |s| s.completed_epochs);
     // A mid-epoch checkpoint of the epoch the resume starts with; one of an earlier epoch (a
     // crash after the epoch's checkpoint, before the record was removed) is superseded.
-    let mid = match opts.resume && dir.interrupted().exists() {
+    let mut mid = match opts.resume && dir.interrupted().exists() {
         true => Some(MidEpoch::load(&dir.interrupted())?).filter(|m| m.epoch == start_epoch),
         false => None,
     };
@@ -269,7 +269,6 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
         rule.restore(&m.rule)?;
         start = m.epoch;
     }
-    let mut mid = mid;
     let val_eval = data
         .val
         .as_ref()

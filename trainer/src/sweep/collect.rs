@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::SweepDir;
 use super::plan::Manifest;
 use crate::error::{IoContext, Result, TrainerError};
-use crate::run::{RunDir, RunProgress};
+use crate::run::RunProgress;
 
 /// The report files collected, by the name of the model they evaluate.
 pub const MODELS: [(&str, &str); 6] = [
@@ -85,7 +85,7 @@ pub fn collect(dir: &Path) -> Result<Collected> {
             }
         };
         groups[g].seeds_planned.push(entry.seed);
-        let run = RunDir(sweep.run(&entry.id));
+        let run = sweep.run_dir(&entry.id);
         if run.progress()? != RunProgress::Complete {
             continue;
         }

@@ -12,7 +12,6 @@ use super::task::{EXIT_BUSY, EXIT_WAITING};
 use super::{Manifest, SweepDir};
 use crate::error::{IoContext, Result};
 use crate::interrupt::EXIT_INTERRUPTED;
-use crate::run::{RunDir, RunProgress};
 
 /// How the executor runs.
 #[derive(Clone, Debug)]
@@ -54,7 +53,7 @@ pub fn run_local(dir: &Path, opts: &LocalOptions) -> Result<LocalReport> {
     let mut report = LocalReport::default();
     let mut queue = std::collections::VecDeque::new();
     for (index, entry) in manifest.runs.iter().enumerate() {
-        if RunDir(sweep.run(&entry.id)).progress()? == RunProgress::Complete {
+        if sweep.is_complete(&entry.id)? {
             report.skipped.push(entry.id.clone());
         } else {
             queue.push_back((index, entry.id.clone(), entry.after.clone()));

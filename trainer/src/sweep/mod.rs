@@ -37,6 +37,14 @@ impl SweepDir {
     pub fn run(&self, id: &str) -> PathBuf {
         self.0.join("runs").join(id)
     }
+    /// The run directory of run `id`, as a [`RunDir`].
+    pub fn run_dir(&self, id: &str) -> RunDir {
+        RunDir(self.run(id))
+    }
+    /// Whether run `id` is complete.
+    pub fn is_complete(&self, id: &str) -> Result<bool> {
+        Ok(self.run_dir(id).progress()? == RunProgress::Complete)
+    }
     /// The local executor's log of run `id`.
     pub fn log(&self, id: &str) -> PathBuf {
         self.0.join("logs").join(format!("{id}.log"))
@@ -48,7 +56,7 @@ pub fn incomplete(dir: &Path, ids: &[String]) -> Result<Vec<String>> {
     let sweep = SweepDir(dir.to_path_buf());
     let mut out = Vec::new();
     for id in ids {
-        if RunDir(sweep.run(id)).progress()? != RunProgress::Complete {
+        if !sweep.is_complete(id)? {
             out.push(id.clone());
         }
     }

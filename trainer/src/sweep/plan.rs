@@ -319,56 +319,55 @@ impl SweepSpec {
                 }
             }
         }
+        // The runs each run's `{run:GROUP}` references name: the same seed, variant and grid
+        // point in the named preset's group.
+        let mut deps: Vec<Vec<(String, usize)>> = Vec::with_capacity(pending.len());
+        for p in &pending {
+            let mut named = Vec::new();
+            for target in p.overrides.iter().flat_map(|o| references(o)) {
+                let wanted = std::iter::once(target.clone())
+                    .chain(p.rest.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let j = pending
+                    .iter()
+                    .position(|q| q.group == wanted && q.seed == p.seed)
+                    .ok_or_else(|| {
+                        invalid(
+                            format!("{}: {}", spec_path.display(), p.group),
+                            format!("{{run:{target}}}"),
+                            format!(
+                                "a reference to a preset of the sweep with seed {} (no run \
+                                 `{wanted}`)",
+                                p.seed
+                            ),
+                        )
+                    })?;
+                named.push((target, j));
+            }
+            deps.push(named);
+        }
         // Resolved in rounds: a run whose references all name resolved runs resolves next.
+        let sweep = super::SweepDir(sweep_dir.to_path_buf());
         let mut runs: Vec<Option<Entry>> = vec![None; pending.len()];
         loop {
             let mut progressed = false;
             for (i, p) in pending.iter().enumerate() {
-                if runs[i].is_some() {
+                if runs[i].is_some() || deps[i].iter().any(|&(_, j)| runs[j].is_none()) {
                     continue;
                 }
-                let mut after = Vec::new();
-                let mut overrides = Vec::new();
-                let mut ready = true;
-                for o in &p.overrides {
-                    let mut text = o.clone();
-                    while let Some((start, target)) = reference(&text) {
-                        // The same seed, variant and grid point in the named preset's group.
-                        let wanted = std::iter::once(target.clone())
-                            .chain(p.rest.iter().cloned())
-                            .collect::<Vec<_>>()
-                            .join("/");
-                        let Some(j) = pending
-                            .iter()
-                            .position(|q| q.group == wanted && q.seed == p.seed)
-                        else {
-                            return Err(invalid(
-                                format!("{}: {}", spec_path.display(), p.group),
-                                format!("{{run:{target}}}"),
-                                format!(
-                                    "a reference to a preset of the sweep with seed {} (no run \
-                                     `{wanted}`)",
-                                    p.seed
-                                ),
-                            ));
-                        };
-                        let Some(dep) = &runs[j] else {
-                            ready = false;
-                            break;
-                        };
-                        let path = sweep_dir.join("runs").join(&dep.id);
-                        let end = start + "{run:".len() + target.len() + 1;
-                        text.replace_range(start..end, &path.display().to_string());
-                        after.push(dep.id.clone());
+                let dep_id = |j: usize| runs[j].as_ref().map_or("", |e| e.id.as_str());
+                let mut overrides = p.overrides.clone();
+                for (target, j) in &deps[i] {
+                    let path = sweep.run(dep_id(*j)).display().to_string();
+                    for o in &mut overrides {
+                        *o = o.replace(&format!("{{run:{target}}}"), &path);
                     }
-                    if !ready {
-                        break;
-                    }
-                    overrides.push(text);
                 }
-                if !ready {
-                    continue;
-                }
+                let mut after: Vec<String> =
+                    deps[i].iter().map(|&(_, j)| dep_id(j).to_owned()).collect();
+                after.sort();
+                after.dedup();
                 let file = base.join(p.preset.file());
                 let config = RunConfig::from_file(&file, &overrides)
                     .map_err(|e| e.in_section(&format!("{} (with {})", file.display(), p.group)))?
@@ -417,12 +416,12 @@ impl SweepSpec {
     }
 }
 
-/// The first `{run:GROUP}` in `text`: its byte offset and GROUP.
-fn reference(text: &str) -> Option<(usize, String)> {
-    let start = text.find("{run:")?;
-    let rest = &text[start + "{run:".len()..];
-    let end = rest.find('}')?;
-    Some((start, rest[..end].to_owned()))
+/// The GROUPs of the `{run:GROUP}` references in `text`, in order.
+fn references(text: &str) -> Vec<String> {
+    text.split("{run:")
+        .skip(1)
+        .filter_map(|rest| rest.find('}').map(|end| rest[..end].to_owned()))
+        .collect()
 }
 
 /// A run's name: its group and seed.

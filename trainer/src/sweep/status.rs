@@ -10,7 +10,7 @@ use super::SweepDir;
 use super::plan::Manifest;
 use super::task::{AttemptState, RunLock, TaskRecord};
 use crate::error::Result;
-use crate::run::{RunDir, RunProgress};
+use crate::run::RunProgress;
 
 /// The state of one run of a sweep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -68,7 +68,7 @@ pub fn status(dir: &Path) -> Result<(Manifest, Vec<RunStatus>)> {
     let mut rows = Vec::new();
     for (index, entry) in manifest.runs.iter().enumerate() {
         let epochs = entry.run_config()?.epochs;
-        let run = RunDir(sweep.run(&entry.id));
+        let run = sweep.run_dir(&entry.id);
         let progress = run.progress()?;
         let record = TaskRecord::load(dir, &entry.id)?;
         let held = RunLock::is_held(dir, &entry.id)?;

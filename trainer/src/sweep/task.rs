@@ -209,11 +209,11 @@ pub struct TaskOptions {
 /// attempt in `tasks/<id>.json`. Install [`crate::interrupt`]'s handlers first for signals to
 /// checkpoint.
 pub fn run_task(dir: &Path, index: usize, opts: TaskOptions) -> Result<TaskOutcome> {
-    use crate::run::{RunDir, RunProgress, TrainOptions};
+    use crate::run::{RunProgress, TrainOptions};
     let manifest = super::Manifest::load(dir)?;
     let entry = manifest.entry(index)?;
     let config = entry.run_config()?;
-    let run = RunDir(super::SweepDir(dir.to_path_buf()).run(&entry.id));
+    let run = super::SweepDir(dir.to_path_buf()).run_dir(&entry.id);
     if run.progress()? == RunProgress::Complete {
         return Ok(TaskOutcome::AlreadyDone);
     }
@@ -260,7 +260,7 @@ pub fn run_task(dir: &Path, index: usize, opts: TaskOptions) -> Result<TaskOutco
         .progress()
         .ok()
         .map(|p| super::status::describe(p, config.epochs));
-    let outcome = match &result {
+    match &result {
         Ok(summary) => match &summary.interrupted {
             Some(mid) => {
                 attempt.state = AttemptState::Interrupted;
@@ -270,22 +270,17 @@ pub fn run_task(dir: &Path, index: usize, opts: TaskOptions) -> Result<TaskOutco
                     mid.progress.next_step,
                     mid.epoch + 1
                 ));
-                Ok(TaskOutcome::Interrupted(mid.clone()))
             }
-            None => {
-                attempt.state = AttemptState::Done;
-                Ok(TaskOutcome::Done)
-            }
+            None => attempt.state = AttemptState::Done,
         },
         Err(e) => {
             attempt.state = AttemptState::Failed;
             attempt.message = Some(e.to_string());
-            Err(())
         }
-    };
-    record.save(dir)?;
-    match outcome {
-        Ok(o) => Ok(o),
-        Err(()) => Err(result.err().expect("an error above")),
     }
+    record.save(dir)?;
+    Ok(match result?.interrupted {
+        Some(mid) => TaskOutcome::Interrupted(mid),
+        None => TaskOutcome::Done,
+    })
 }
