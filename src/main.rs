@@ -1,6 +1,7 @@
 //! `classwise`: the command-line front end of the workspace.
 
 mod aa_bench;
+mod compare;
 mod demo;
 mod doctor;
 mod figures;
@@ -62,6 +63,10 @@ enum Command {
     },
     /// Class-wise evaluation of a run's checkpoint under an attack.
     Eval(trainer_cli::EvalArgs),
+    /// Compare runs and sweeps the way the papers do: CFA Table 1, WAT Tables 1-5, BAT Table 1,
+    /// Tian et al.'s per-class table (mean ± std over seeds, ρ against a baseline) and the
+    /// papers' class-wise figures.
+    Compare(compare::CompareArgs),
     /// Images per second of one PGD-10 AT and one TRADES training step and of one PGD-20
     /// evaluation batch; with --autoattack RUN, AutoAttack's seconds per image (and
     /// torchattacks', with --python).
@@ -117,6 +122,7 @@ fn main() -> ExitCode {
         Command::Train(a) => trainer_cli::train(&a),
         Command::Sweep { command } => sweep::run(command),
         Command::Eval(a) => trainer_cli::eval(&a),
+        Command::Compare(a) => compare::run(&a),
         Command::Bench(a) => trainer_cli::bench(&a),
     };
     match result {

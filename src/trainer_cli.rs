@@ -73,7 +73,8 @@ pub struct EvalArgs {
     /// Run directory written by `classwise train`.
     #[arg(long)]
     run: PathBuf,
-    /// best | last | ema (the last epoch's weight average) | a path to model weights.
+    /// last | best | ema, fawa (the last epoch's weight averages) | best-ema, best-fawa (the
+    /// selected averages) | a path to model weights.
     #[arg(long, default_value = "last")]
     checkpoint: String,
     /// Attack [default: the run's evaluation attack].
@@ -350,7 +351,7 @@ fn eval_file_stem(
 /// and `-<N>_per_class` when --test-per-class chose the images.
 fn stem_parts(a: &EvalArgs) -> (String, String) {
     let checkpoint = match a.checkpoint.as_str() {
-        "best" | "last" | "ema" => a.checkpoint.clone(),
+        "best" | "last" | "ema" | "fawa" | "best-ema" | "best-fawa" => a.checkpoint.clone(),
         path => format!("file-{}", slug(path)),
     };
     let subset = a

@@ -26,6 +26,8 @@
 use classwise_theory::calibration::AverageAction;
 use serde::{Deserialize, Serialize};
 
+use classwise_theory::metrics::ConfusionMatrix;
+
 use crate::error::{CoreError, Result, invalid};
 use crate::plan::ClassPlan;
 
@@ -335,8 +337,24 @@ impl ClassSummary {
     }
 }
 
-/// `report.json` (and `report-*.json`): a class-wise evaluation as the trainer writes it
-/// (`classwise_trainer::eval::Evaluation`), the fields its readers need.
+/// The confusion counts under attack of a report: rows are true classes, columns the
+/// predictions on the adversarial examples (Tian et al. Fig. 2), row-major.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ConfusionRecord {
+    pub n_classes: usize,
+    pub counts: Vec<u64>,
+}
+
+impl ConfusionRecord {
+    /// The matrix, checked (`n_classes`² counts).
+    pub fn matrix(&self) -> Result<ConfusionMatrix> {
+        ConfusionMatrix::from_counts(self.n_classes, self.counts.clone())
+            .map_err(|e| invalid("confusion_under_attack", e, "n_classes² counts, row-major"))
+    }
+}
+
+/// `report.json` (and `report-*.json`, `eval-*.json`): a class-wise evaluation as the trainer
+/// writes it (`classwise_trainer::eval::Evaluation`), the fields its readers need.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct ReportRecord {
     pub attack: String,
@@ -345,4 +363,87 @@ pub struct ReportRecord {
     pub class_names: Vec<String>,
     pub clean: ClassSummary,
     pub robust: ClassSummary,
+    /// `clean-and-adversarial` or `adversarial-only` (absent in the first reports).
+    #[serde(default)]
+    pub robust_counting: Option<String>,
+    /// Absent in the first reports and in the entries of a protocol's natural accuracy.
+    #[serde(default)]
+    pub confusion_under_attack: Option<ConfusionRecord>,
+}
+
+impl ReportRecord {
+    /// Checks that every per-class list has one entry per class name, each in [0, 1], and that
+    /// the confusion counts (when present) are a square of that size. `what` names the file.
+    pub fn check(&self, what: &str) -> Result<()> {
+        let k = self.class_names.len();
+        if k == 0 {
+            return Err(invalid(
+                format!("{what}: class_names"),
+                "[]",
+                "at least one class",
+            ));
+        }
+        for (field, s) in [("clean", &self.clean), ("robust", &self.robust)] {
+            if s.per_class.len() != k {
+                return Err(invalid(
+                    format!("{what}: {field}.per_class"),
+                    format!("{} entries", s.per_class.len()),
+                    format!("{k}, one per class name"),
+                ));
+            }
+            if let Some(v) = s
+                .per_class
+                .iter()
+                .chain(s.overall.iter())
+                .find(|v| !(0.0..=1.0).contains(*v))
+            {
+                return Err(invalid(
+                    format!("{what}: {field}"),
+                    v,
+                    "accuracies in [0, 1]",
+                ));
+            }
+        }
+        if let Some(c) = &self.confusion_under_attack
+            && (c.n_classes != k || c.counts.len() != k * k)
+        {
+            return Err(invalid(
+                format!("{what}: confusion_under_attack"),
+                format!("{} classes, {} counts", c.n_classes, c.counts.len()),
+                format!("{k} classes and {} counts", k * k),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The final reports a run writes, by the model they evaluate: `last` (the final model), `best`
+/// (the selected one), `ema` and `fawa` (the weight averages of the last epoch) and their
+/// selections. The same names select a model in `classwise eval --checkpoint`.
+pub const REPORT_FILES: [(&str, &str); 6] = [
+    ("last", "report.json"),
+    ("best", "report-best.json"),
+    ("ema", "report-ema.json"),
+    ("best-ema", "report-best-ema.json"),
+    ("fawa", "report-fawa.json"),
+    ("best-fawa", "report-best-fawa.json"),
+];
+
+/// One entry of a protocol report.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ProtocolEntryRecord {
+    /// E.g. `natural`, `pgd-20 ce step 0.025 uniform start`, `autoattack standard (…)`.
+    pub label: String,
+    pub eps: f64,
+    pub eps_text: String,
+    pub evaluation: ReportRecord,
+}
+
+/// `eval-<model>-protocol-eps_<ε>.json`: the paper's final evaluation of one model, written by
+/// `classwise eval --protocol` (`classwise_trainer::eval::protocol::ProtocolReport`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ProtocolRecord {
+    pub n_samples: usize,
+    pub class_names: Vec<String>,
+    pub entries: Vec<ProtocolEntryRecord>,
 }

@@ -11,6 +11,9 @@ pub enum FigureError {
     /// A simulation of `classwise-toy` refused its input.
     #[error(transparent)]
     Toy(#[from] classwise_toy::ToyError),
+    /// A record of a run (report, metrics line) refused by `classwise-core`.
+    #[error(transparent)]
+    Core(#[from] classwise_core::CoreError),
     /// plotters failed while drawing `figure`.
     #[error("drawing {figure}: {message}")]
     Draw { figure: String, message: String },

@@ -7,6 +7,8 @@
 //! look of [`style`]. [`render`] writes `<id>.svg`, `<id>.png` and `<id>*.csv`;
 //! [`write_index`] writes the gallery.
 
+pub mod bars;
+pub mod compare;
 pub mod error;
 pub mod legend;
 pub mod render;

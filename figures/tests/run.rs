@@ -32,7 +32,7 @@ fn line(epoch: usize, train: [f64; 3], test: Option<[f64; 3]>, ema: Option<[f64;
     )
 }
 
-const REPORT: &str = r#"{"attack":"pgd-10 ce step 0.025","eps":0.1,"n_samples":30,"class_names":["cat","dog","ship"],"clean":{"n_classes":3,"per_class":[0.9,0.8,0.5],"overall":0.7333333333333333,"class_mean":0.7333333333333333,"worst":{"class":2,"value":0.5},"best":{"class":0,"value":0.9},"cv_fraction2":0.03,"cv_percent2":300.0,"mcd":0.4},"robust":{"n_classes":3,"per_class":[0.6,0.5,0.1],"overall":0.4,"class_mean":0.4,"worst":{"class":2,"value":0.1},"best":{"class":0,"value":0.6},"cv_fraction2":0.05,"cv_percent2":500.0,"mcd":0.5},"robust_worst_20_percent":0.1,"errors":{},"confusion_under_attack":{},"warnings":[]}"#;
+const REPORT: &str = r#"{"attack":"pgd-10 ce step 0.025","eps":0.1,"n_samples":30,"class_names":["cat","dog","ship"],"clean":{"n_classes":3,"per_class":[0.9,0.8,0.5],"overall":0.7333333333333333,"class_mean":0.7333333333333333,"worst":{"class":2,"value":0.5},"best":{"class":0,"value":0.9},"cv_fraction2":0.03,"cv_percent2":300.0,"mcd":0.4},"robust":{"n_classes":3,"per_class":[0.6,0.5,0.1],"overall":0.4,"class_mean":0.4,"worst":{"class":2,"value":0.1},"best":{"class":0,"value":0.6},"cv_fraction2":0.05,"cv_percent2":500.0,"mcd":0.5},"robust_worst_20_percent":0.1,"errors":{},"confusion_under_attack":{"n_classes":3,"counts":[8,1,1,2,7,1,0,3,7]},"warnings":[]}"#;
 
 fn write_run(dir: &Path, lines: &[String], report: bool) {
     std::fs::create_dir_all(dir).unwrap();

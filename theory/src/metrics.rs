@@ -699,6 +699,14 @@ impl ConfusionMatrix {
         Ok(Self { n_classes, counts })
     }
 
+    /// A matrix from its row-major counts (rows: true classes), as [`ConfusionMatrix`]
+    /// serializes them.
+    pub fn from_counts(n_classes: usize, counts: Vec<u64>) -> Result<Self> {
+        check_n_classes(n_classes)?;
+        check_same_len("counts", n_classes * n_classes, counts.len())?;
+        Ok(Self { n_classes, counts })
+    }
+
     pub fn n_classes(&self) -> usize {
         self.n_classes
     }

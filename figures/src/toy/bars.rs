@@ -6,9 +6,9 @@
 use classwise_toy::multiclass::{RunReport, ToyData};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::HPos;
 
 use super::{MulticlassRuns, Options};
+use crate::bars::{self, BarLayout, BarSeries};
 use crate::error::{Result, invalid};
 use crate::legend::{self, Entry};
 use crate::render::Figure;
@@ -30,8 +30,6 @@ const COLORS: [RGBColor; 8] = [
     style::PALETTE[6],
     style::PALETTE[7],
 ];
-/// Width of one group of bars on the x axis (groups are 1 apart).
-const GROUP: f64 = 0.84;
 
 /// One method's bars.
 #[derive(Clone, Debug, PartialEq)]
@@ -161,54 +159,10 @@ impl Figure for MulticlassBars {
             .methods
             .iter()
             .flat_map(|m| (0..groups).map(|g| self.value(m, g)));
-        let (lo, hi) = values.fold((1.0f64, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
         // A truncated axis (stated in the caption): the class-wise differences are a few points.
-        let y0 = ((lo - 0.08) * 10.0).floor().max(0.0) / 10.0;
-        let y1 = ((hi + 0.04) * 20.0).ceil().min(20.0) / 20.0;
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(18)
-            .margin_right(34)
-            .x_label_area_size(112)
-            .y_label_area_size(95)
-            .caption(
-                format!(
-                    "last iterate of each run; {} test points per class; the y axis starts at {y0}",
-                    self.data.n_test
-                ),
-                style::caption_font(),
-            )
-            .build_cartesian_2d(-0.5..groups as f64 - 0.5, y0..y1)?;
-        let [x_desc, y_desc] = AXES;
-        style::mesh_style(&mut chart, x_desc, y_desc)
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_label_formatter(&style::tick_plain)
-            .draw()?;
-        // A light separator between the classes and the summary groups.
-        let sep = self.k() as f64 - 0.5;
-        chart.draw_series(std::iter::once(PathElement::new(
-            vec![(sep, y0), (sep, y1)],
-            style::REFERENCE.stroke_width(2),
-        )))?;
-        let n = self.methods.len() as f64;
-        let width = GROUP / n;
-        for (i, m) in self.methods.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            for g in 0..groups {
-                let x0 = g as f64 - GROUP / 2.0 + i as f64 * width;
-                let v = self.value(m, g);
-                let corners = [(x0 + 0.08 * width, y0), (x0 + 0.92 * width, v)];
-                chart.draw_series(std::iter::once(Rectangle::new(corners, color.filled())))?;
-                let outline = if g == m.worst_class {
-                    BLACK.stroke_width(3)
-                } else {
-                    BLACK.mix(0.5).stroke_width(1)
-                };
-                chart.draw_series(std::iter::once(Rectangle::new(corners, outline)))?;
-            }
-        }
-        for g in 0..groups {
-            let (first, second) = match g.checked_sub(self.k()) {
+        let (y, _) = bars::accuracy_range(values);
+        let labels = (0..groups)
+            .map(|g| match g.checked_sub(self.k()) {
                 None => (
                     format!(
                         "class {g}{}",
@@ -228,27 +182,34 @@ impl Figure for MulticlassBars {
                 ),
                 Some(0) => ("worst class".to_owned(), "(outlined bar)".to_owned()),
                 Some(_) => ("class mean".to_owned(), String::new()),
-            };
-            let at = (g as f64, y0);
-            legend::text_at(
-                &plot,
-                &chart,
-                at,
-                (0, 10),
-                &first,
-                style::tick_font(),
-                HPos::Center,
-            )?;
-            legend::text_at(
-                &plot,
-                &chart,
-                at,
-                (0, 34),
-                &second,
-                style::tick_font(),
-                HPos::Center,
-            )?;
-        }
+            })
+            .collect();
+        let series: Vec<BarSeries> = self
+            .methods
+            .iter()
+            .enumerate()
+            .map(|(i, m)| BarSeries {
+                color: COLORS[i % COLORS.len()],
+                values: (0..groups).map(|g| self.value(m, g)).collect(),
+                errors: None,
+                lower: None,
+                outlined: Some(m.worst_class),
+            })
+            .collect();
+        bars::draw_grouped(
+            &plot,
+            &BarLayout {
+                caption: format!(
+                    "last iterate of each run; {} test points per class; the y axis starts at {}",
+                    self.data.n_test, y.start
+                ),
+                axes: AXES,
+                labels,
+                separator_after: Some(self.k()),
+                y,
+            },
+            &series,
+        )?;
         let entries: Vec<Entry> = self
             .methods
             .iter()

@@ -103,6 +103,23 @@ impl RunDir {
     pub fn weights(&self, which: &str) -> Result<PathBuf> {
         match which {
             "best" => Ok(self.best()),
+            "best-ema" | "best-fawa" => {
+                let file = self.checkpoint(&format!("{which}.safetensors"));
+                if file.is_file() {
+                    Ok(file)
+                } else {
+                    Err(invalid(
+                        "--checkpoint",
+                        which,
+                        format!(
+                            "a run that selected a weight-averaged model ({} does not exist: \
+                             the run has no [{}] or has not finished)",
+                            file.display(),
+                            &which[5..]
+                        ),
+                    ))
+                }
+            }
             "last" => {
                 let state = RunState::load(&self.state())?;
                 Ok(self.checkpoint(&state.checkpoint).join("model.safetensors"))
@@ -111,32 +128,39 @@ impl RunDir {
             other => Err(invalid(
                 "--checkpoint",
                 other,
-                "best, last, ema, or the path of a model file (no such file)",
+                "best, last, ema, fawa, best-ema, best-fawa, or the path of a model file (no \
+                 such file)",
             )),
         }
     }
 
-    /// The model of a named checkpoint: `last`, `best`, `ema` (the weight average of the last
-    /// epoch, as CFA's EMA) or a path to model weights.
+    /// The model of a named checkpoint: `last`, `best`, `ema` or `fawa` (the weight average of
+    /// the last epoch, CFA's EMA and FAWA), `best-ema` or `best-fawa` (the selected averages),
+    /// or a path to model weights.
     pub fn load_model(&self, which: &str, device: Device) -> Result<Model> {
-        if which != "ema" {
+        if which != "ema" && which != "fawa" {
             return Model::load(&self.weights(which)?, device);
         }
         let state = RunState::load(&self.state())?;
         let ck = self.checkpoint(&state.checkpoint);
-        let average = ck.join("ema.safetensors");
-        if state.ema_updates == 0 || !average.exists() {
+        let average = ck.join(format!("{which}.safetensors"));
+        let updates = if which == "ema" {
+            state.ema_updates
+        } else {
+            state.fawa_updates
+        };
+        if updates == 0 || !average.exists() {
             return Err(invalid(
                 "--checkpoint",
-                "ema",
+                which,
                 format!(
-                    "a run with weight averaging ({} holds none; set [ema] in the config)",
+                    "a run with this weight average ({} holds none; set [{which}] in the config)",
                     ck.display()
                 ),
             ));
         }
         let mut model = Model::load(&ck.join("model.safetensors"), device)?;
-        model.load_state(&WeightAverage::load(&average, state.ema_updates)?.state())?;
+        model.load_state(&WeightAverage::load(&average, updates)?.state())?;
         Ok(model)
     }
 }

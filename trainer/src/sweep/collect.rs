@@ -17,14 +17,7 @@ use crate::error::{IoContext, Result, TrainerError};
 use crate::run::RunProgress;
 
 /// The report files collected, by the name of the model they evaluate.
-pub const MODELS: [(&str, &str); 6] = [
-    ("last", "report.json"),
-    ("best", "report-best.json"),
-    ("ema", "report-ema.json"),
-    ("best-ema", "report-best-ema.json"),
-    ("fawa", "report-fawa.json"),
-    ("best-fawa", "report-best-fawa.json"),
-];
+pub use classwise_core::record::REPORT_FILES as MODELS;
 
 /// One group's numbers for one model.
 #[derive(Clone, Debug, Serialize)]

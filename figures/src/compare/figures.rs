@@ -1,0 +1,874 @@
+//! The papers' class-wise figures, drawn from a [`Comparison`] of run directories:
+//!
+//! * [`ClassBars`]: robust accuracy per class of each method, with the worst class and the mean
+//!   (CFA Fig. 6, WAT Fig. 2);
+//! * [`Radar`]: the same per-class robust accuracies on a radar chart (WAT Figs. 4-6);
+//! * [`ErrorBars`]: robust error per class split into standard and boundary error (BAT Fig. 5);
+//! * [`Confusion`]: the row-normalised confusion matrix under attack of each method (Tian et al.
+//!   Fig. 2, BAT Fig. 3);
+//! * [`WorstOverEpochs`]: the worst class's robust accuracy at every epoch, of the raw model
+//!   and of its weight averages (CFA Fig. 4), and every class's (Tian et al. Fig. 1).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::load::{AttackKey, RunResults};
+use super::stats::{Comparison, Stats};
+use crate::bars::{self, BarLayout, BarSeries};
+use crate::error::{Result, invalid};
+use crate::legend::{self, Entry};
+use crate::render::Figure;
+use crate::style::{self, Dash, DrawResult};
+use crate::table::{Cell, Table};
+
+/// One method (group) of a figure: its name and statistics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Method {
+    pub name: String,
+    pub stats: Stats,
+}
+
+/// The methods of `c` evaluated as `model` under `key`, in group order; an error when one lacks
+/// that evaluation.
+fn methods(c: &Comparison, model: &str, key: &AttackKey) -> Result<Vec<Method>> {
+    c.groups
+        .iter()
+        .map(|g| {
+            g.get(model, key)
+                .map(|s| Method {
+                    name: g.name.clone(),
+                    stats: s.clone(),
+                })
+                .ok_or_else(|| {
+                    invalid(
+                        format!("group {}", g.name),
+                        format!("no `{model}` evaluation {}", key.describe()),
+                        "the same evaluation in every group compared",
+                    )
+                })
+        })
+        .collect()
+}
+
+fn class_names(c: &Comparison) -> Vec<String> {
+    c.groups
+        .first()
+        .map(|g| g.class_names.clone())
+        .unwrap_or_default()
+}
+
+/// The worst class of per-class means.
+fn argmin(v: &[f64]) -> usize {
+    v.iter()
+        .enumerate()
+        .min_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(i, _)| i)
+}
+
+fn std_or_zero(m: &classwise_core::aggregate::MeanStd) -> f64 {
+    m.std.unwrap_or(0.0)
+}
+
+/// Class-wise robust accuracy bars of every method (CFA Fig. 6, WAT Fig. 2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassBars {
+    pub model: String,
+    pub key: AttackKey,
+    pub class_names: Vec<String>,
+    pub methods: Vec<Method>,
+}
+
+impl ClassBars {
+    pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
+        Ok(ClassBars {
+            model: model.to_owned(),
+            key: key.clone(),
+            class_names: class_names(c),
+            methods: methods(c, model, key)?,
+        })
+    }
+
+    /// Per class, then the worst class (mean over seeds of each run's worst) and the average.
+    fn values(&self, m: &Method) -> (Vec<f64>, Vec<f64>) {
+        let s = &m.stats;
+        let mut v: Vec<f64> = s.robust_per_class.iter().map(|x| x.mean).collect();
+        let mut e: Vec<f64> = s.robust_per_class.iter().map(std_or_zero).collect();
+        for name in ["robust_worst", "robust_avg"] {
+            v.push(s.get(name).mean);
+            e.push(std_or_zero(&s.get(name)));
+        }
+        (v, e)
+    }
+}
+
+const BAR_AXES: [&str; 2] = [
+    "class, then the worst class and the average",
+    "robust accuracy on the test set",
+];
+
+impl Figure for ClassBars {
+    fn id(&self) -> &'static str {
+        "compare-class-bars"
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "Robust accuracy per class of each method (model `{}`)",
+            self.model
+        )
+    }
+
+    fn reproduces(&self) -> &'static str {
+        "CFA Fig. 6 and WAT Fig. 2: class-wise robust accuracy of the methods compared"
+    }
+
+    fn look_at(&self) -> &'static str {
+        "Which classes each method gains or loses on, whether the worst class (outlined) is the \
+         same for every method, and what the worst-class gain costs in average robustness; \
+         error bars are one standard deviation over seeds."
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (1600, 820)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new("", &["method", "group", "class", "mean", "std", "n"]);
+        let k = self.class_names.len();
+        for m in &self.methods {
+            let (v, e) = self.values(m);
+            for (g, (value, err)) in v.iter().zip(&e).enumerate() {
+                let label = match g.checked_sub(k) {
+                    None => self.class_names[g].clone(),
+                    Some(0) => "worst class".into(),
+                    Some(_) => "average".into(),
+                };
+                t.push(vec![
+                    Cell::from(m.name.as_str()),
+                    Cell::from(g),
+                    Cell::from(label),
+                    Cell::from(*value),
+                    Cell::from(*err),
+                    Cell::from(m.stats.runs.len()),
+                ])
+                .expect("six cells");
+            }
+        }
+        vec![t]
+    }
+
+    fn axis_labels(&self) -> Vec<String> {
+        BAR_AXES.map(String::from).to_vec()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
+        let (plot, strip) = legend::split(area, 1);
+        let k = self.class_names.len();
+        let series: Vec<BarSeries> = self
+            .methods
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let (values, errors) = self.values(m);
+                BarSeries {
+                    color: style::color(i),
+                    outlined: Some(argmin(&values[..k])),
+                    values,
+                    errors: Some(errors),
+                    lower: None,
+                }
+            })
+            .collect();
+        let (y, truncated) = bars::accuracy_range(
+            series
+                .iter()
+                .flat_map(|s| s.values.iter().zip(s.errors.iter().flatten()))
+                .flat_map(|(v, e)| [v - e, v + e]),
+        );
+        let mut labels: Vec<(String, String)> = self
+            .class_names
+            .iter()
+            .enumerate()
+            .map(|(c, n)| (c.to_string(), n.clone()))
+            .collect();
+        labels.push(("worst".into(), "class".into()));
+        labels.push(("average".into(), String::new()));
+        let caption = format!(
+            "{}{}; worst class of the means outlined",
+            self.key.describe(),
+            if truncated {
+                format!("; the y axis starts at {}", y.start)
+            } else {
+                String::new()
+            }
+        );
+        bars::draw_grouped(
+            &plot,
+            &BarLayout {
+                caption,
+                axes: BAR_AXES,
+                labels,
+                separator_after: Some(k),
+                y,
+            },
+            &series,
+        )?;
+        legend::draw_rows(&strip, &[method_entries(&self.methods)])
+    }
+}
+
+fn method_entries(methods: &[Method]) -> Vec<Entry> {
+    methods
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            Entry::boxed(
+                style::color(i),
+                format!(
+                    "{} ({} run{})",
+                    m.name,
+                    m.stats.runs.len(),
+                    plural(m.stats.runs.len())
+                ),
+            )
+        })
+        .collect()
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Robust error per class split into standard error (lighter, below) and boundary error (BAT
+/// Fig. 5, FRL's decomposition).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorBars {
+    pub model: String,
+    pub key: AttackKey,
+    pub class_names: Vec<String>,
+    pub methods: Vec<Method>,
+}
+
+impl ErrorBars {
+    pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
+        Ok(ErrorBars {
+            model: model.to_owned(),
+            key: key.clone(),
+            class_names: class_names(c),
+            methods: methods(c, model, key)?,
+        })
+    }
+
+    /// (standard error, robust error) per class, means over seeds.
+    fn errors(m: &Method) -> (Vec<f64>, Vec<f64>) {
+        let s = &m.stats;
+        (
+            s.clean_per_class.iter().map(|c| 1.0 - c.mean).collect(),
+            s.robust_per_class.iter().map(|r| 1.0 - r.mean).collect(),
+        )
+    }
+}
+
+const ERROR_AXES: [&str; 2] = ["class", "error on the test set"];
+
+impl Figure for ErrorBars {
+    fn id(&self) -> &'static str {
+        "compare-class-errors"
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "Standard and boundary error per class of each method (model `{}`)",
+            self.model
+        )
+    }
+
+    fn reproduces(&self) -> &'static str {
+        "BAT Fig. 5 (and FRL's decomposition): robust error = standard error (light) + boundary \
+         error (dark) per class"
+    }
+
+    fn look_at(&self) -> &'static str {
+        "Whether a method lowers the worst class's robust error by fixing its clean mistakes \
+         (the light part) or its boundary errors (the dark part)."
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (1600, 820)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new(
+            "",
+            &["method", "class", "name", "standard", "boundary", "robust"],
+        );
+        for m in &self.methods {
+            let (std_err, rob_err) = Self::errors(m);
+            for (c, name) in self.class_names.iter().enumerate() {
+                t.push(vec![
+                    Cell::from(m.name.as_str()),
+                    Cell::from(c),
+                    Cell::from(name.as_str()),
+                    Cell::from(std_err[c]),
+                    Cell::from(rob_err[c] - std_err[c]),
+                    Cell::from(rob_err[c]),
+                ])
+                .expect("six cells");
+            }
+        }
+        vec![t]
+    }
+
+    fn axis_labels(&self) -> Vec<String> {
+        ERROR_AXES.map(String::from).to_vec()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
+        let (plot, strip) = legend::split(area, 2);
+        let series: Vec<BarSeries> = self
+            .methods
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let (std_err, rob_err) = Self::errors(m);
+                let worst = rob_err
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| a.1.total_cmp(b.1))
+                    .map(|(c, _)| c);
+                BarSeries {
+                    color: style::color(i),
+                    values: rob_err,
+                    errors: None,
+                    lower: Some(std_err),
+                    outlined: worst,
+                }
+            })
+            .collect();
+        let top = series
+            .iter()
+            .flat_map(|s| s.values.iter().copied())
+            .fold(0.0f64, f64::max);
+        let labels = self
+            .class_names
+            .iter()
+            .enumerate()
+            .map(|(c, n)| (c.to_string(), n.clone()))
+            .collect();
+        bars::draw_grouped(
+            &plot,
+            &BarLayout {
+                caption: format!(
+                    "{}; each bar: standard error (light) under boundary error (full colour); \
+                     the worst class outlined",
+                    self.key.describe()
+                ),
+                axes: ERROR_AXES,
+                labels,
+                separator_after: None,
+                y: 0.0..((top + 0.05) * 10.0).ceil().min(10.0) / 10.0,
+            },
+            &series,
+        )?;
+        let light: Vec<Entry> = self
+            .methods
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                Entry::boxed(
+                    light(style::color(i)),
+                    format!("{}: standard error", m.name),
+                )
+            })
+            .collect();
+        let dark: Vec<Entry> = self
+            .methods
+            .iter()
+            .enumerate()
+            .map(|(i, m)| Entry::boxed(style::color(i), format!("{}: + boundary error", m.name)))
+            .collect();
+        legend::draw_rows(&strip, &[light, dark])
+    }
+}
+
+const RADAR_AXES: [&str; 2] = ["spokes: classes", "radius: robust accuracy"];
+
+/// The per-class robust accuracies of every method on a radar chart (WAT Figs. 4-6).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Radar {
+    pub model: String,
+    pub key: AttackKey,
+    pub class_names: Vec<String>,
+    pub methods: Vec<Method>,
+}
+
+impl Radar {
+    pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
+        Ok(Radar {
+            model: model.to_owned(),
+            key: key.clone(),
+            class_names: class_names(c),
+            methods: methods(c, model, key)?,
+        })
+    }
+
+    /// The outer ring: the largest accuracy rounded up to a tenth.
+    fn outer(&self) -> f64 {
+        let top = self
+            .methods
+            .iter()
+            .flat_map(|m| m.stats.robust_per_class.iter().map(|x| x.mean))
+            .fold(0.0f64, f64::max);
+        ((top * 10.0).ceil() / 10.0).clamp(0.1, 1.0)
+    }
+}
+
+impl Figure for Radar {
+    fn id(&self) -> &'static str {
+        "compare-radar"
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "Robust accuracy per class of each method, radar chart (model `{}`)",
+            self.model
+        )
+    }
+
+    fn reproduces(&self) -> &'static str {
+        "WAT Figs. 4-6: class-wise robust accuracy of the methods as radar charts"
+    }
+
+    fn look_at(&self) -> &'static str {
+        "A fairer method has a rounder polygon: look at the dents (the weak classes) and whether \
+         a method fills them without shrinking the other spokes."
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (1200, 1000)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new("", &["method", "class", "name", "robust_mean"]);
+        for m in &self.methods {
+            for (c, name) in self.class_names.iter().enumerate() {
+                t.push(vec![
+                    Cell::from(m.name.as_str()),
+                    Cell::from(c),
+                    Cell::from(name.as_str()),
+                    Cell::from(m.stats.robust_per_class[c].mean),
+                ])
+                .expect("four cells");
+            }
+        }
+        vec![t]
+    }
+
+    fn axis_labels(&self) -> Vec<String> {
+        RADAR_AXES.map(String::from).to_vec()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
+        let (plot, strip) = legend::split(area, 1);
+        let (w, h) = plot.dim_in_pixel();
+        let caption_h = 40;
+        plot.draw(&Text::new(
+            format!(
+                "{}; {}, {} (rings every 0.1 up to {:.1})",
+                self.key.describe(),
+                RADAR_AXES[0],
+                RADAR_AXES[1],
+                self.outer()
+            ),
+            (w as i32 / 2, 8),
+            style::caption_font().pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+        let center = (w as i32 / 2, caption_h + (h as i32 - caption_h) / 2);
+        let radius = ((w.min(h) as i32 - caption_h) / 2 - 90).max(40) as f64;
+        let k = self.class_names.len().max(1);
+        let outer = self.outer();
+        let at = |c: usize, r: f64| {
+            let angle =
+                std::f64::consts::FRAC_PI_2 - 2.0 * std::f64::consts::PI * c as f64 / k as f64;
+            let rr = radius * (r / outer).clamp(0.0, 1.0);
+            (
+                center.0 + (rr * angle.cos()).round() as i32,
+                center.1 - (rr * angle.sin()).round() as i32,
+            )
+        };
+        let grid = style::REFERENCE.mix(0.35).stroke_width(1);
+        let rings = (outer * 10.0).round() as usize;
+        for ring in 1..=rings {
+            let r = ring as f64 / 10.0;
+            let mut pts: Vec<(i32, i32)> = (0..k).map(|c| at(c, r)).collect();
+            pts.push(pts[0]);
+            plot.draw(&PathElement::new(pts, grid))?;
+            // Along the first spoke, left of it (the class names sit beyond the outer ring).
+            plot.draw(&Text::new(
+                format!("{r:.1}"),
+                {
+                    let p = at(0, r);
+                    (p.0 - 6, p.1 + 2)
+                },
+                style::tick_font().pos(Pos::new(HPos::Right, VPos::Top)),
+            ))?;
+        }
+        for (c, name) in self.class_names.iter().enumerate() {
+            plot.draw(&PathElement::new(vec![center, at(c, outer)], grid))?;
+            let (x, y) = at(c, outer * 1.1);
+            let h = if x < center.0 - 5 {
+                HPos::Right
+            } else if x > center.0 + 5 {
+                HPos::Left
+            } else {
+                HPos::Center
+            };
+            plot.draw(&Text::new(
+                format!("{c} {name}"),
+                (x, y),
+                style::tick_font().pos(Pos::new(h, VPos::Center)),
+            ))?;
+        }
+        for (i, m) in self.methods.iter().enumerate() {
+            let mut pts: Vec<(i32, i32)> = m
+                .stats
+                .robust_per_class
+                .iter()
+                .enumerate()
+                .map(|(c, x)| at(c, x.mean))
+                .collect();
+            pts.push(pts[0]);
+            let color = style::color(i);
+            plot.draw(&Polygon::new(pts.clone(), color.mix(0.12).filled()))?;
+            plot.draw(&PathElement::new(
+                pts.clone(),
+                color.stroke_width(style::STROKE),
+            ))?;
+            for p in &pts {
+                plot.draw(&Circle::new(*p, 5, color.filled()))?;
+            }
+        }
+        legend::draw_rows(&strip, &[method_entries(&self.methods)])
+    }
+}
+
+/// The row-normalised confusion matrix under attack of every method (Tian et al. Fig. 2, BAT
+/// Fig. 3), the mean over each method's seeds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Confusion {
+    pub model: String,
+    pub key: AttackKey,
+    pub class_names: Vec<String>,
+    /// (method, row-normalised matrix in fractions).
+    pub methods: Vec<(String, Vec<Vec<f64>>)>,
+}
+
+impl Confusion {
+    /// Fails when a method's reports have no confusion counts.
+    pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
+        let methods = methods(c, model, key)?
+            .into_iter()
+            .map(|m| match m.stats.confusion {
+                Some(matrix) => Ok((m.name, matrix)),
+                None => Err(invalid(
+                    format!("group {}", m.name),
+                    format!("`{model}` {} without confusion counts", key.describe()),
+                    "reports with confusion_under_attack (written by `classwise train` and \
+                     `classwise eval`)",
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Confusion {
+            model: model.to_owned(),
+            key: key.clone(),
+            class_names: class_names(c),
+            methods,
+        })
+    }
+}
+
+/// `c` at 35% over white, as the lower part of a bar is drawn.
+fn light(c: RGBColor) -> RGBColor {
+    let mix = |v: u8| (255.0 - 0.35 * (255.0 - v as f64)).round() as u8;
+    RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
+/// White to dark blue.
+fn heat(v: f64) -> RGBColor {
+    let t = v.clamp(0.0, 1.0).sqrt();
+    let lerp = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
+    RGBColor(lerp(255.0, 8.0), lerp(255.0, 48.0), lerp(255.0, 107.0))
+}
+
+const CONFUSION_AXES: [&str; 2] = ["predicted class under attack", "true class"];
+
+impl Figure for Confusion {
+    fn id(&self) -> &'static str {
+        "compare-confusion"
+    }
+
+    fn title(&self) -> String {
+        format!(
+            "Confusion matrix under attack, rows normalised (model `{}`)",
+            self.model
+        )
+    }
+
+    fn reproduces(&self) -> &'static str {
+        "Tian et al. Fig. 2 and BAT Fig. 3: the robust confusion matrix (rows: true classes, \
+         columns: predictions on the adversarial examples, percent of the row)"
+    }
+
+    fn look_at(&self) -> &'static str {
+        "The off-diagonal cells that stay dark for every method: the pairs of similar classes \
+         (e.g. shirt, T-shirt and pullover in Fashion-MNIST, cat and dog in CIFAR-10) that \
+         attacks push into each other."
+    }
+
+    fn size(&self) -> (u32, u32) {
+        let n = self.methods.len().clamp(1, 3) as u32;
+        (60 + 620 * n, 820)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new("", &["method", "true", "predicted", "fraction"]);
+        for (name, m) in &self.methods {
+            for (i, row) in m.iter().enumerate() {
+                for (j, v) in row.iter().enumerate() {
+                    t.push(vec![
+                        Cell::from(name.as_str()),
+                        Cell::from(i),
+                        Cell::from(j),
+                        Cell::from(*v),
+                    ])
+                    .expect("four cells");
+                }
+            }
+        }
+        vec![t]
+    }
+
+    fn axis_labels(&self) -> Vec<String> {
+        CONFUSION_AXES.map(String::from).to_vec()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
+        let shown = &self.methods[..self.methods.len().min(3)];
+        let panels = area.split_evenly((1, shown.len().max(1)));
+        let k = self.class_names.len();
+        for (panel, (name, m)) in panels.iter().zip(shown) {
+            let mut chart = ChartBuilder::on(panel)
+                .margin(14)
+                .x_label_area_size(70)
+                .y_label_area_size(80)
+                .caption(
+                    format!("{name} — {}", self.key.attack),
+                    style::caption_font(),
+                )
+                .build_cartesian_2d(-0.5..k as f64 - 0.5, k as f64 - 0.5..-0.5)?;
+            let [x_desc, y_desc] = CONFUSION_AXES;
+            style::mesh_style(&mut chart, x_desc, y_desc)
+                .disable_mesh()
+                .x_labels(k.min(20))
+                .y_labels(k.min(20))
+                .x_label_formatter(&style::tick_whole)
+                .y_label_formatter(&style::tick_whole)
+                .draw()?;
+            for (i, row) in m.iter().enumerate() {
+                for (j, &v) in row.iter().enumerate() {
+                    let (x, y) = (j as f64, i as f64);
+                    chart.draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+                        heat(v).filled(),
+                    )))?;
+                    if k <= 12 {
+                        let text = format!("{:.0}", 100.0 * v);
+                        let color = if v > 0.45 { WHITE } else { BLACK };
+                        chart.draw_series(std::iter::once(Text::new(
+                            text,
+                            (x, y),
+                            ("DejaVu Sans", 15)
+                                .into_font()
+                                .color(&color)
+                                .pos(Pos::new(HPos::Center, VPos::Center)),
+                        )))?;
+                    }
+                }
+            }
+            for i in 0..k {
+                let x = i as f64;
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(x - 0.5, x - 0.5), (x + 0.5, x + 0.5)],
+                    style::NEG.stroke_width(2),
+                )))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The worst class's robust test accuracy at every evaluated epoch of each method's first run:
+/// the raw model (solid) and its EMA (dashed) and FAWA (dotted) averages (CFA Fig. 4: the worst
+/// class fluctuates between epochs, FAWA smooths it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorstOverEpochs {
+    /// (method, run directory, series): each series is (label, dash, 1-based epochs, values).
+    pub methods: Vec<(String, String, Vec<EpochSeries>)>,
+}
+
+/// One line of [`WorstOverEpochs`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpochSeries {
+    pub label: &'static str,
+    pub dash: Dash,
+    pub epochs: Vec<f64>,
+    pub worst: Vec<f64>,
+}
+
+impl WorstOverEpochs {
+    /// From the first run of each group that has `metrics.jsonl`; fails when none has.
+    pub fn new(c: &Comparison, runs: &[RunResults]) -> Result<Self> {
+        let mut methods = Vec::new();
+        for g in &c.groups {
+            let Some((run, log)) = runs
+                .iter()
+                .filter(|r| r.input.group == g.name)
+                .find_map(|r| r.log.as_ref().map(|l| (r, l)))
+            else {
+                continue;
+            };
+            let mut series = Vec::new();
+            type Pick = fn(&classwise_core::record::EpochRecord) -> Option<f64>;
+            let picks: [(&'static str, Dash, Pick); 3] = [
+                ("model", Dash::Solid, |e| {
+                    e.test.as_ref().map(|t| t.robust_worst)
+                }),
+                ("EMA", Dash::Dashed, |e| {
+                    e.ema_test.as_ref().map(|t| t.robust_worst)
+                }),
+                ("FAWA", Dash::Dotted, |e| {
+                    e.fawa_test.as_ref().map(|t| t.robust_worst)
+                }),
+            ];
+            for (label, dash, pick) in picks {
+                let (epochs, worst): (Vec<f64>, Vec<f64>) = log
+                    .epochs
+                    .iter()
+                    .filter_map(|e| pick(e).map(|v| ((e.epoch + 1) as f64, v)))
+                    .unzip();
+                if !epochs.is_empty() {
+                    series.push(EpochSeries {
+                        label,
+                        dash,
+                        epochs,
+                        worst,
+                    });
+                }
+            }
+            if !series.is_empty() {
+                methods.push((g.name.clone(), run.input.dir.display().to_string(), series));
+            }
+        }
+        if methods.is_empty() {
+            return Err(invalid(
+                "runs",
+                "no metrics.jsonl with test evaluations",
+                "run directories written by `classwise train`",
+            ));
+        }
+        Ok(WorstOverEpochs { methods })
+    }
+}
+
+const EPOCH_AXES: [&str; 2] = ["epoch", "worst-class robust accuracy (test subset)"];
+
+impl Figure for WorstOverEpochs {
+    fn id(&self) -> &'static str {
+        "compare-worst-over-epochs"
+    }
+
+    fn title(&self) -> String {
+        "Worst-class robust accuracy over the epochs: model and weight averages".into()
+    }
+
+    fn reproduces(&self) -> &'static str {
+        "CFA Fig. 4 (the worst class fluctuates from epoch to epoch; FAWA keeps it high) and the \
+         worst-class curve of Tian et al. Fig. 1"
+    }
+
+    fn look_at(&self) -> &'static str {
+        "How much the raw model's worst class jumps between consecutive epochs compared with \
+         its averages, and which method ends with the highest worst class."
+    }
+
+    fn size(&self) -> (u32, u32) {
+        style::WIDE
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new("", &["method", "run", "model", "epoch", "worst"]);
+        for (name, run, series) in &self.methods {
+            for s in series {
+                for (e, v) in s.epochs.iter().zip(&s.worst) {
+                    t.push(vec![
+                        Cell::from(name.as_str()),
+                        Cell::from(run.as_str()),
+                        Cell::from(s.label),
+                        Cell::from(*e as usize),
+                        Cell::from(*v),
+                    ])
+                    .expect("five cells");
+                }
+            }
+        }
+        vec![t]
+    }
+
+    fn axis_labels(&self) -> Vec<String> {
+        EPOCH_AXES.map(String::from).to_vec()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
+        let (plot, strip) = legend::split(area, 1);
+        let all = || self.methods.iter().flat_map(|(_, _, s)| s);
+        let last = all()
+            .flat_map(|s| s.epochs.iter().copied())
+            .fold(1.0, f64::max);
+        let top = all()
+            .flat_map(|s| s.worst.iter().copied())
+            .fold(0.0, f64::max);
+        let mut chart = ChartBuilder::on(&plot)
+            .margin(18)
+            .margin_right(34)
+            .x_label_area_size(70)
+            .y_label_area_size(95)
+            .caption(
+                "the first run of each method; evaluated on the run's per-epoch test subset",
+                style::caption_font(),
+            )
+            .build_cartesian_2d(0.0..last + 1.0, 0.0..((top + 0.05) * 10.0).ceil() / 10.0)?;
+        let [x_desc, y_desc] = EPOCH_AXES;
+        style::mesh_style(&mut chart, x_desc, y_desc)
+            .x_labels((last as usize + 2).min(22))
+            .x_label_formatter(&style::tick_whole)
+            .y_label_formatter(&style::tick_plain)
+            .draw()?;
+        let mut entries = Vec::new();
+        for (i, (name, _, series)) in self.methods.iter().enumerate() {
+            let color = style::color(i);
+            for s in series {
+                let pts: Vec<(f64, f64)> = s
+                    .epochs
+                    .iter()
+                    .copied()
+                    .zip(s.worst.iter().copied())
+                    .collect();
+                style::line(&mut chart, &pts, color, s.dash, "")?;
+                legend::markers(&mut chart, &pts, legend::Shape::Circle, color, 1.0, true)?;
+                entries.push(Entry::line(color, s.dash, format!("{name}: {}", s.label)));
+            }
+        }
+        legend::draw_rows(&strip, &[entries])
+    }
+}

@@ -1,0 +1,240 @@
+//! A run directory's evaluations read back for a comparison: the final reports the run wrote
+//! (`report.json`, `report-best.json`, … for each model of
+//! [`REPORT_FILES`](classwise_core::record::REPORT_FILES)) and the evaluations made afterwards
+//! with `classwise eval` (`eval-<model>-….json`) and `classwise eval --protocol`
+//! (`eval-<model>-protocol-….json`, one evaluation per attack of the paper's protocol).
+
+use std::path::{Path, PathBuf};
+
+use classwise_core::record::{ProtocolRecord, REPORT_FILES, ReportRecord};
+use serde::Serialize;
+
+use crate::error::{FigureError, Result, invalid};
+use crate::run::RunLog;
+
+/// Which evaluation an [`Evaluated`] is: the attack as the report names it, its ε and the
+/// number of test images. Evaluations of different seeds are averaged when their keys agree.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct AttackKey {
+    /// E.g. `pgd-10 ce step 0.025 uniform start`, `autoattack standard (apgd-ce, …)`.
+    pub attack: String,
+    /// ε as written in the report (shortest round-trip form).
+    pub eps: String,
+    pub n_samples: usize,
+}
+
+impl AttackKey {
+    /// `attack at ε = eps on n images`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} at ε = {} on {} images",
+            self.attack, self.eps, self.n_samples
+        )
+    }
+
+    /// Whether this is AutoAttack (any version).
+    pub fn is_autoattack(&self) -> bool {
+        self.attack.starts_with("autoattack")
+    }
+}
+
+/// One evaluation of one model of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluated {
+    /// `last`, `best`, `ema`, `best-ema`, `fawa` or `best-fawa`.
+    pub model: String,
+    pub key: AttackKey,
+    /// The file it was read from (relative to the run directory).
+    pub file: String,
+    pub report: ReportRecord,
+}
+
+/// A run to compare and the group it is averaged in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunInput {
+    pub dir: PathBuf,
+    /// Runs of one group are averaged over their seeds.
+    pub group: String,
+    pub seed: Option<u64>,
+}
+
+/// What a comparison reads of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunResults {
+    pub input: RunInput,
+    pub class_names: Vec<String>,
+    /// Every evaluation found, natural-accuracy entries of protocols excluded (every evaluation
+    /// carries its clean accuracy).
+    pub evaluations: Vec<Evaluated>,
+    /// `metrics.jsonl` with `report.json`, when the run has them (the per-epoch figures).
+    pub log: Option<RunLog>,
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| FigureError::Io {
+        action: "reading",
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn parse<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+    serde_json::from_str(&read(path)?)
+        .map_err(|e| invalid(path.display().to_string(), e, what.to_owned()))
+}
+
+/// The model an `eval-<model>-….json` file evaluates, and whether it is a protocol report;
+/// `None` for other files and for evaluations of weight files given by path.
+fn eval_file_model(name: &str) -> Option<(&'static str, bool)> {
+    let rest = name.strip_prefix("eval-")?.strip_suffix(".json")?;
+    // Longest names first: `best-ema` before `best`.
+    let mut models: Vec<&'static str> = REPORT_FILES.iter().map(|(m, _)| *m).collect();
+    models.sort_by_key(|m| std::cmp::Reverse(m.len()));
+    let model = models
+        .into_iter()
+        .find(|m| rest.strip_prefix(m).is_some_and(|r| r.starts_with('-')))?;
+    Some((model, rest[model.len()..].starts_with("-protocol-")))
+}
+
+impl RunResults {
+    /// Reads the evaluations of the run in `input.dir`. A run with none is an error naming the
+    /// directory and the files expected; a file that is not a report names itself.
+    pub fn read(input: RunInput) -> Result<RunResults> {
+        let dir = &input.dir;
+        if !dir.is_dir() {
+            return Err(invalid(
+                dir.display().to_string(),
+                "not a directory",
+                "a run directory written by `classwise train`",
+            ));
+        }
+        let mut evaluations = Vec::new();
+        let mut push = |model: &str, file: String, report: ReportRecord| -> Result<()> {
+            report.check(&dir.join(&file).display().to_string())?;
+            let key = AttackKey {
+                attack: report.attack.clone(),
+                eps: format!("{}", report.eps),
+                n_samples: report.n_samples,
+            };
+            // A later file with the same model and key (`eval-…-2.json`) replaces an earlier.
+            evaluations.retain(|e: &Evaluated| !(e.model == model && e.key == key));
+            evaluations.push(Evaluated {
+                model: model.to_owned(),
+                key,
+                file,
+                report,
+            });
+            Ok(())
+        };
+        for (model, file) in REPORT_FILES {
+            let path = dir.join(file);
+            if path.is_file() {
+                push(
+                    model,
+                    file.to_owned(),
+                    parse(&path, "a class-wise report written by `classwise train`")?,
+                )?;
+            }
+        }
+        let mut files: Vec<(std::time::SystemTime, String)> = Vec::new();
+        let listing = std::fs::read_dir(dir).map_err(|source| FigureError::Io {
+            action: "listing",
+            path: dir.clone(),
+            source,
+        })?;
+        for entry in listing.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if eval_file_model(&name).is_some() {
+                let modified = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                files.push((modified, name));
+            }
+        }
+        // Oldest first, so that the latest evaluation of a key is kept.
+        files.sort();
+        for (_, name) in files {
+            let (model, protocol) = eval_file_model(&name).expect("filtered above");
+            let path = dir.join(&name);
+            if protocol {
+                let p: ProtocolRecord = parse(
+                    &path,
+                    "a protocol report written by `classwise eval --protocol`",
+                )?;
+                for entry in p.entries {
+                    if entry.label != "natural" {
+                        push(model, name.clone(), entry.evaluation)?;
+                    }
+                }
+            } else {
+                push(
+                    model,
+                    name.clone(),
+                    parse(&path, "a class-wise report written by `classwise eval`")?,
+                )?;
+            }
+        }
+        let Some(first) = evaluations.first() else {
+            return Err(invalid(
+                dir.display().to_string(),
+                "no evaluations",
+                "a finished run: report.json (written when `classwise train` ends) or \
+                 eval-<model>-*.json (written by `classwise eval`)",
+            ));
+        };
+        let class_names = first.report.class_names.clone();
+        if let Some(other) = evaluations
+            .iter()
+            .find(|e| e.report.class_names != class_names)
+        {
+            return Err(invalid(
+                dir.join(&other.file).display().to_string(),
+                format!("classes {:?}", other.report.class_names),
+                format!("the classes of {} ({class_names:?})", first.file),
+            ));
+        }
+        let log = if dir.join("metrics.jsonl").is_file() {
+            Some(RunLog::read(dir)?)
+        } else {
+            None
+        };
+        Ok(RunResults {
+            input,
+            class_names,
+            evaluations,
+            log,
+        })
+    }
+
+    /// The evaluation of `model` under `key`.
+    pub fn get(&self, model: &str, key: &AttackKey) -> Option<&Evaluated> {
+        self.evaluations
+            .iter()
+            .find(|e| e.model == model && &e.key == key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eval_file_names() {
+        assert_eq!(
+            eval_file_model("eval-best-ema-protocol-eps_0.1.json"),
+            Some(("best-ema", true))
+        );
+        assert_eq!(
+            eval_file_model("eval-best-protocol-eps_0.1-2.json"),
+            Some(("best", true))
+        );
+        assert_eq!(
+            eval_file_model("eval-last-pgd-20-eps_0.1-ce.json"),
+            Some(("last", false))
+        );
+        assert_eq!(eval_file_model("eval-file-x-pgd.json"), None);
+        assert_eq!(eval_file_model("report.json"), None);
+        assert_eq!(eval_file_model("eval-last-protocol.md"), None);
+    }
+}

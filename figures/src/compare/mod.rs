@@ -1,0 +1,76 @@
+//! `classwise compare`: runs compared the way the papers do, from their run directories.
+//!
+//! [`load`] reads each run's evaluations (the final reports of `classwise train`, the
+//! evaluations of `classwise eval` and `classwise eval --protocol`); [`stats`] groups the runs
+//! (one method, several seeds) and computes the papers' class-wise metrics, mean ± std over
+//! seeds, with WAT's ρ against a baseline; [`tables`] writes them in the papers' table formats;
+//! [`figures`] draws the papers' class-wise figures.
+
+pub mod figures;
+pub mod load;
+pub mod stats;
+pub mod tables;
+
+use std::path::{Path, PathBuf};
+
+pub use load::{AttackKey, Evaluated, RunInput, RunResults};
+pub use stats::{Comparison, Group, RunMetrics, Stats};
+
+use crate::error::Result;
+use crate::render::{Rendered, render, write_atomic};
+
+/// Writes `compare.md`, `compare.csv` and `compare.json` into `out`; returns their paths.
+pub fn write_tables(c: &Comparison, model: &str, out: &Path) -> Result<[PathBuf; 3]> {
+    std::fs::create_dir_all(out).map_err(|source| crate::error::FigureError::Io {
+        action: "creating",
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let paths = [
+        out.join("compare.md"),
+        out.join("compare.csv"),
+        out.join("compare.json"),
+    ];
+    write_atomic(&paths[0], tables::markdown(c, model).as_bytes())?;
+    write_atomic(&paths[1], &tables::csv(c)?)?;
+    let json = serde_json::to_string_pretty(c).map_err(|e| crate::error::FigureError::Encode {
+        what: "compare.json".into(),
+        message: e.to_string(),
+    })?;
+    write_atomic(&paths[2], json.as_bytes())?;
+    Ok(paths)
+}
+
+/// Renders the figures of the comparison into `out` for `model` under its
+/// [primary evaluation](Comparison::primary_key): the class-wise bars, the radar chart, the
+/// error decomposition, the confusion matrices (when the reports have them) and the worst class
+/// over the epochs (when the runs have their logs). Returns what was rendered and, for each
+/// figure left out, why.
+pub fn render_all(
+    c: &Comparison,
+    runs: &[RunResults],
+    model: &str,
+    out: &Path,
+) -> Result<(Vec<Rendered>, Vec<String>)> {
+    let mut rendered = Vec::new();
+    let mut skipped = Vec::new();
+    match c.primary_key(model) {
+        None => skipped.push(format!(
+            "the class-wise figures: no evaluation of model `{model}` common to every group"
+        )),
+        Some(key) => {
+            rendered.push(render(&figures::ClassBars::new(c, model, key)?, out)?);
+            rendered.push(render(&figures::Radar::new(c, model, key)?, out)?);
+            rendered.push(render(&figures::ErrorBars::new(c, model, key)?, out)?);
+            match figures::Confusion::new(c, model, key) {
+                Ok(f) => rendered.push(render(&f, out)?),
+                Err(e) => skipped.push(format!("the confusion matrices: {e}")),
+            }
+        }
+    }
+    match figures::WorstOverEpochs::new(c, runs) {
+        Ok(f) => rendered.push(render(&f, out)?),
+        Err(e) => skipped.push(format!("the worst class over the epochs: {e}")),
+    }
+    Ok((rendered, skipped))
+}

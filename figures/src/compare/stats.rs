@@ -1,0 +1,393 @@
+//! The numbers of a comparison: for every group of runs (one method, several seeds), every
+//! model it evaluated (`last`, `best`, …) and every evaluation (attack, ε, test images), the
+//! class-wise metrics of the four papers, each computed per run and then summarised as
+//! mean ± sample standard deviation over the group's seeds:
+//!
+//! * clean and robust accuracy, average and worst class (CFA Table 1, WAT Tables 1-3);
+//! * the mean of the worst 20% of classes (CFA Table 4);
+//! * the class-wise variance CV, in fraction² (WAT Tables 4-5) and the maximal class-wise
+//!   discrepancy MCD (Tian et al. Def. 4.1-4.2);
+//! * standard, boundary and robust error, average and worst class (BAT Table 1, FRL);
+//! * the robust confusion matrix, row-normalised (Tian et al. Fig. 2, BAT Fig. 3);
+//!
+//! and ρ of WAT eq. (7) against a baseline group, from the mean accuracies as WAT applies it
+//! to its printed numbers.
+
+use classwise_core::aggregate::MeanStd;
+use classwise_core::record::{ClassSummary, ReportRecord};
+use classwise_theory::metrics::{ClassAccuracy, class_variance, max_class_discrepancy, wat_rho};
+use serde::Serialize;
+
+use super::load::{AttackKey, RunResults};
+use crate::error::{Result, invalid};
+
+/// One run's metrics of one evaluation (fractions).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunMetrics {
+    pub clean_avg: f64,
+    pub clean_worst: f64,
+    pub clean_worst20: f64,
+    pub robust_avg: f64,
+    pub robust_worst: f64,
+    pub robust_worst20: f64,
+    /// Population variance of the per-class robust accuracy, fraction².
+    pub robust_cv: f64,
+    pub clean_cv: f64,
+    pub robust_mcd: f64,
+    /// Standard error 1 − clean, boundary error clean − robust, robust error 1 − robust: the
+    /// average (over all images) and the worst class of each, maximised separately.
+    pub std_err_avg: f64,
+    pub std_err_worst: f64,
+    pub bndy_err_avg: f64,
+    pub bndy_err_worst: f64,
+    pub rob_err_avg: f64,
+    pub rob_err_worst: f64,
+    pub clean_per_class: Vec<f64>,
+    pub robust_per_class: Vec<f64>,
+    /// Row-normalised confusion under attack (fractions; rows: true classes), when logged.
+    pub confusion: Option<Vec<Vec<f64>>>,
+}
+
+fn worst20(s: &ClassSummary, what: &str) -> Result<f64> {
+    ClassAccuracy::from_values(s.per_class.clone())
+        .and_then(|a| a.worst_fraction_mean(0.2))
+        .map_err(|e| invalid(what.to_owned(), e, "per-class accuracies"))
+}
+
+impl RunMetrics {
+    /// The metrics of one report; `what` names it in errors.
+    pub fn of(r: &ReportRecord, what: &str) -> Result<RunMetrics> {
+        let (clean, robust) = (&r.clean.per_class, &r.robust.per_class);
+        let bndy: Vec<f64> = clean.iter().zip(robust).map(|(c, r)| c - r).collect();
+        let max = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::NEG_INFINITY, f64::max);
+        let stat = |f: fn(&[f64]) -> classwise_theory::Result<f64>, v: &[f64]| {
+            f(v).map_err(|e| invalid(what.to_owned(), e, "per-class accuracies"))
+        };
+        let confusion = match &r.confusion_under_attack {
+            Some(c) => Some(
+                c.matrix()?
+                    .row_normalized_percent()
+                    .map_err(|e| {
+                        invalid(
+                            format!("{what}: confusion_under_attack"),
+                            e,
+                            "a sample in every class",
+                        )
+                    })?
+                    .into_iter()
+                    .map(|row| row.into_iter().map(|v| v / 100.0).collect())
+                    .collect(),
+            ),
+            None => None,
+        };
+        Ok(RunMetrics {
+            clean_avg: r.clean.average(),
+            clean_worst: r.clean.worst(),
+            clean_worst20: worst20(&r.clean, what)?,
+            robust_avg: r.robust.average(),
+            robust_worst: r.robust.worst(),
+            robust_worst20: worst20(&r.robust, what)?,
+            robust_cv: stat(class_variance, robust)?,
+            clean_cv: stat(class_variance, clean)?,
+            robust_mcd: stat(max_class_discrepancy, robust)?,
+            std_err_avg: 1.0 - r.clean.average(),
+            std_err_worst: max(&mut clean.iter().map(|c| 1.0 - c)),
+            bndy_err_avg: r.clean.average() - r.robust.average(),
+            bndy_err_worst: max(&mut bndy.iter().copied()),
+            rob_err_avg: 1.0 - r.robust.average(),
+            rob_err_worst: max(&mut robust.iter().map(|c| 1.0 - c)),
+            clean_per_class: clean.clone(),
+            robust_per_class: robust.clone(),
+            confusion,
+        })
+    }
+}
+
+/// The scalar metrics of [`RunMetrics`] by name, in table order.
+pub const SCALARS: [(&str, fn(&RunMetrics) -> f64); 15] = [
+    ("clean_avg", |m| m.clean_avg),
+    ("clean_worst", |m| m.clean_worst),
+    ("clean_worst20", |m| m.clean_worst20),
+    ("robust_avg", |m| m.robust_avg),
+    ("robust_worst", |m| m.robust_worst),
+    ("robust_worst20", |m| m.robust_worst20),
+    ("clean_cv", |m| m.clean_cv),
+    ("robust_cv", |m| m.robust_cv),
+    ("robust_mcd", |m| m.robust_mcd),
+    ("std_err_avg", |m| m.std_err_avg),
+    ("std_err_worst", |m| m.std_err_worst),
+    ("bndy_err_avg", |m| m.bndy_err_avg),
+    ("bndy_err_worst", |m| m.bndy_err_worst),
+    ("rob_err_avg", |m| m.rob_err_avg),
+    ("rob_err_worst", |m| m.rob_err_worst),
+];
+
+/// ρ of WAT eq. (7) for the natural (clean) and the robust accuracy.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rho {
+    pub clean: Option<f64>,
+    pub robust: Option<f64>,
+}
+
+/// One group's numbers for one model under one evaluation, over its seeds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stats {
+    pub model: String,
+    pub key: AttackKey,
+    /// The runs averaged (their directories), in the group's order.
+    pub runs: Vec<String>,
+    /// Each scalar of [`SCALARS`], in that order.
+    pub scalars: Vec<(String, MeanStd)>,
+    pub clean_per_class: Vec<MeanStd>,
+    pub robust_per_class: Vec<MeanStd>,
+    /// The mean of the runs' row-normalised confusion matrices (all runs logged one).
+    pub confusion: Option<Vec<Vec<f64>>>,
+    /// Against the baseline group's same model and evaluation (`None` without a baseline or
+    /// when the baseline lacks that evaluation; a side is `None` when the baseline's accuracy
+    /// is 0, a denominator of eq. (7)).
+    pub rho: Option<Rho>,
+    /// Per run, for the CSV and the figures.
+    #[serde(skip)]
+    pub per_run: Vec<RunMetrics>,
+}
+
+impl Stats {
+    /// The summary of a scalar of [`SCALARS`].
+    pub fn get(&self, name: &str) -> MeanStd {
+        self.scalars
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| *s)
+            .unwrap_or_else(|| panic!("{name} is not one of compare::stats::SCALARS"))
+    }
+}
+
+/// A group: the runs of one method (seeds), and their statistics.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Group {
+    pub name: String,
+    pub seeds: Vec<Option<u64>>,
+    pub runs: Vec<String>,
+    pub class_names: Vec<String>,
+    pub stats: Vec<Stats>,
+}
+
+impl Group {
+    /// The statistics of `model` under `key`.
+    pub fn get(&self, model: &str, key: &AttackKey) -> Option<&Stats> {
+        self.stats
+            .iter()
+            .find(|s| s.model == model && &s.key == key)
+    }
+}
+
+/// Everything `classwise compare` reports.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    pub groups: Vec<Group>,
+    /// The group ρ is computed against.
+    pub baseline: Option<String>,
+    /// "sample standard deviation over seeds (divisor n - 1)".
+    pub std: &'static str,
+    /// The models evaluated in some group, in [`REPORT_FILES`] order.
+    ///
+    /// [`REPORT_FILES`]: classwise_core::record::REPORT_FILES
+    pub models: Vec<String>,
+    /// The evaluations found, sorted.
+    pub keys: Vec<AttackKey>,
+    /// Evaluations not present in every run of a group (left out of its statistics).
+    pub notes: Vec<String>,
+}
+
+impl Comparison {
+    /// Groups `runs` by [`RunInput::group`](super::load::RunInput) in first-seen order and
+    /// summarises each model and evaluation that every run of the group has; `baseline` names
+    /// the group ρ is computed against. All runs must have the same classes.
+    pub fn new(runs: &[RunResults], baseline: Option<&str>) -> Result<Comparison> {
+        let Some(first) = runs.first() else {
+            return Err(invalid("runs", "none", "at least one run directory"));
+        };
+        if let Some(other) = runs.iter().find(|r| r.class_names != first.class_names) {
+            return Err(invalid(
+                other.input.dir.display().to_string(),
+                format!("classes {:?}", other.class_names),
+                format!(
+                    "the classes of {} ({:?}): runs on different data cannot be compared",
+                    first.input.dir.display(),
+                    first.class_names
+                ),
+            ));
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for r in runs {
+            if !names.contains(&r.input.group.as_str()) {
+                names.push(&r.input.group);
+            }
+        }
+        if let Some(b) = baseline
+            && !names.contains(&b)
+        {
+            return Err(invalid(
+                "--baseline",
+                b,
+                format!("one of the groups compared: {}", names.join(", ")),
+            ));
+        }
+        let mut notes = Vec::new();
+        let mut groups = Vec::new();
+        let mut keys: Vec<AttackKey> = Vec::new();
+        let mut models: Vec<String> = Vec::new();
+        for name in names {
+            let members: Vec<&RunResults> = runs.iter().filter(|r| r.input.group == name).collect();
+            let mut pairs: Vec<(&str, &AttackKey)> = Vec::new();
+            for e in members.iter().flat_map(|r| &r.evaluations) {
+                if !pairs.contains(&(e.model.as_str(), &e.key)) {
+                    pairs.push((&e.model, &e.key));
+                }
+            }
+            let mut stats = Vec::new();
+            for (model, key) in pairs {
+                let found: Vec<_> = members.iter().filter_map(|r| r.get(model, key)).collect();
+                if found.len() < members.len() {
+                    notes.push(format!(
+                        "{name}: `{model}` under {} is in {} of its {} runs; left out",
+                        key.describe(),
+                        found.len(),
+                        members.len()
+                    ));
+                    continue;
+                }
+                let per_run = found
+                    .iter()
+                    .zip(&members)
+                    .map(|(e, r)| {
+                        RunMetrics::of(&e.report, &r.input.dir.join(&e.file).display().to_string())
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                stats.push(summarise(model, key, &members, per_run));
+                if !keys.contains(key) {
+                    keys.push(key.clone());
+                }
+                if !models.iter().any(|m| m == model) {
+                    models.push(model.to_owned());
+                }
+            }
+            groups.push(Group {
+                name: name.to_owned(),
+                seeds: members.iter().map(|r| r.input.seed).collect(),
+                runs: members
+                    .iter()
+                    .map(|r| r.input.dir.display().to_string())
+                    .collect(),
+                class_names: first.class_names.clone(),
+                stats,
+            });
+        }
+        if let Some(b) = baseline {
+            let base = groups
+                .iter()
+                .find(|g| g.name == b)
+                .cloned()
+                .expect("checked");
+            // The baseline against itself is ρ = 0, as WAT Table 1 prints it.
+            for g in &mut groups {
+                for s in &mut g.stats {
+                    s.rho = base.get(&s.model, &s.key).map(|bs| Rho {
+                        clean: rho(bs, s, "clean"),
+                        robust: rho(bs, s, "robust"),
+                    });
+                }
+            }
+        }
+        keys.sort();
+        let order = |m: &String| {
+            classwise_core::record::REPORT_FILES
+                .iter()
+                .position(|(n, _)| n == m)
+        };
+        models.sort_by_key(order);
+        Ok(Comparison {
+            groups,
+            baseline: baseline.map(str::to_owned),
+            std: "sample standard deviation over seeds (divisor n - 1)",
+            models,
+            keys,
+            notes,
+        })
+    }
+
+    /// The evaluation the figures show: among those every group has for `model`, AutoAttack if
+    /// there is one, else the one with the lowest robust accuracy averaged over the groups (the
+    /// strongest attack).
+    pub fn primary_key(&self, model: &str) -> Option<&AttackKey> {
+        let common: Vec<&AttackKey> = self
+            .keys
+            .iter()
+            .filter(|k| self.groups.iter().all(|g| g.get(model, k).is_some()))
+            .collect();
+        let mean_robust = |k: &AttackKey| {
+            self.groups
+                .iter()
+                .map(|g| g.get(model, k).expect("common").get("robust_avg").mean)
+                .sum::<f64>()
+        };
+        common
+            .iter()
+            .copied()
+            .find(|k| k.is_autoattack())
+            .or_else(|| {
+                common
+                    .iter()
+                    .copied()
+                    .min_by(|a, b| mean_robust(a).total_cmp(&mean_robust(b)))
+            })
+    }
+}
+
+/// ρ of WAT eq. (7) of `s` against `base` from their mean `clean` or `robust` accuracies.
+fn rho(base: &Stats, s: &Stats, which: &str) -> Option<f64> {
+    let m = |st: &Stats, what: &str| st.get(&format!("{which}_{what}")).mean;
+    wat_rho(m(base, "avg"), m(base, "worst"), m(s, "avg"), m(s, "worst")).ok()
+}
+
+fn summarise(
+    model: &str,
+    key: &AttackKey,
+    members: &[&RunResults],
+    per_run: Vec<RunMetrics>,
+) -> Stats {
+    let over = |f: &dyn Fn(&RunMetrics) -> f64| {
+        MeanStd::of(&per_run.iter().map(f).collect::<Vec<_>>()).expect("at least one run")
+    };
+    let k = per_run[0].clean_per_class.len();
+    let confusion = per_run
+        .iter()
+        .map(|m| m.confusion.as_ref())
+        .collect::<Option<Vec<_>>>()
+        .map(|all| {
+            (0..k)
+                .map(|i| {
+                    (0..k)
+                        .map(|j| all.iter().map(|c| c[i][j]).sum::<f64>() / all.len() as f64)
+                        .collect()
+                })
+                .collect()
+        });
+    Stats {
+        model: model.to_owned(),
+        key: key.clone(),
+        runs: members
+            .iter()
+            .map(|r| r.input.dir.display().to_string())
+            .collect(),
+        scalars: SCALARS
+            .iter()
+            .map(|(n, f)| ((*n).to_owned(), over(f)))
+            .collect(),
+        clean_per_class: (0..k).map(|c| over(&|m| m.clean_per_class[c])).collect(),
+        robust_per_class: (0..k).map(|c| over(&|m| m.robust_per_class[c])).collect(),
+        confusion,
+        rho: None,
+        per_run,
+    }
+}

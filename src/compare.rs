@@ -1,0 +1,214 @@
+//! `classwise compare RUN_OR_SWEEP... --out DIR`: the papers' class-wise tables and figures from
+//! run directories and sweeps.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use classwise_core::record::REPORT_FILES;
+use classwise_figures::compare::{self, Comparison, RunInput, RunResults};
+use classwise_trainer::sweep::{Manifest, SweepDir};
+
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// Run directories (`classwise train --out`) and sweep directories (every finished run,
+    /// grouped by its sweep group and averaged over its seeds).
+    #[arg(required = true, value_name = "RUN_OR_SWEEP")]
+    inputs: Vec<PathBuf>,
+    /// The baseline of ρ (WAT eq. 7): a group name or one of the run directories
+    /// [default: the first group].
+    #[arg(long)]
+    baseline: Option<String>,
+    /// The model of the WAT, BAT and Tian tables and of the figures: last, best, ema, best-ema,
+    /// fawa or best-fawa (CFA's tables show best and last of every model).
+    #[arg(long, default_value = "last")]
+    model: String,
+    /// Name the group of a run directory: DIR=NAME (repeatable). Runs given the same name are
+    /// averaged as seeds of one method [default: the directory's name].
+    #[arg(long = "label", value_name = "DIR=NAME")]
+    labels: Vec<String>,
+    /// Output folder: compare.md, compare.csv, compare.json, the figures and index.md.
+    #[arg(long)]
+    out: PathBuf,
+    /// Print the comparison as JSON instead of markdown.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The seed in a run's `config.toml`, if it has one.
+fn config_seed(dir: &Path) -> anyhow::Result<Option<u64>> {
+    let path = dir.join("config.toml");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let table: toml::Table = text
+        .parse()
+        .with_context(|| format!("{}: not a run configuration", path.display()))?;
+    Ok(table
+        .get("seed")
+        .and_then(|s| s.as_integer())
+        .and_then(|s| u64::try_from(s).ok()))
+}
+
+/// The runs named on the command line: sweeps expanded to their finished runs (the others are
+/// listed in the returned notes).
+fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
+    let mut labels = Vec::new();
+    for l in &a.labels {
+        let (dir, name) = l
+            .split_once('=')
+            .with_context(|| format!("--label {l}: expected DIR=NAME"))?;
+        anyhow::ensure!(!name.is_empty(), "--label {l}: the NAME is empty");
+        let dir = std::fs::canonicalize(dir)
+            .with_context(|| format!("--label {l}: no directory {dir}"))?;
+        labels.push((dir, name.to_owned()));
+    }
+    let mut runs = Vec::new();
+    let mut notes = Vec::new();
+    for input in &a.inputs {
+        if Manifest::path(input).is_file() {
+            let manifest = Manifest::load(input)?;
+            let sweep = SweepDir(input.clone());
+            let before = runs.len();
+            for entry in &manifest.runs {
+                let dir = sweep.run(&entry.id);
+                if dir.join("report.json").is_file() {
+                    runs.push(RunInput {
+                        dir,
+                        group: entry.group.clone(),
+                        seed: Some(entry.seed),
+                    });
+                } else {
+                    notes.push(format!(
+                        "sweep {}: run {} (group {}, seed {}) has no report yet; left out",
+                        input.display(),
+                        entry.id,
+                        entry.group,
+                        entry.seed
+                    ));
+                }
+            }
+            anyhow::ensure!(
+                runs.len() > before,
+                "sweep {}: none of its {} runs has finished (no report.json; see `classwise \
+                 sweep status {}`)",
+                input.display(),
+                manifest.runs.len(),
+                input.display()
+            );
+        } else {
+            anyhow::ensure!(
+                input.is_dir(),
+                "{}: no such run or sweep directory",
+                input.display()
+            );
+            let canonical = std::fs::canonicalize(input)?;
+            let group = labels
+                .iter()
+                .find(|(d, _)| *d == canonical)
+                .map(|(_, n)| n.clone())
+                .or_else(|| {
+                    canonical
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                })
+                .unwrap_or_else(|| input.display().to_string());
+            runs.push(RunInput {
+                dir: input.clone(),
+                group,
+                seed: config_seed(input)?,
+            });
+        }
+    }
+    for (dir, _) in &labels {
+        anyhow::ensure!(
+            runs.iter()
+                .any(|r| std::fs::canonicalize(&r.dir).is_ok_and(|d| d == *dir)),
+            "--label {}: not one of the run directories compared",
+            dir.display()
+        );
+    }
+    Ok((runs, notes))
+}
+
+/// The baseline's group: a group name, or the group of a run directory.
+fn baseline_group(baseline: &str, runs: &[RunInput]) -> Option<String> {
+    if runs.iter().any(|r| r.group == baseline) {
+        return Some(baseline.to_owned());
+    }
+    let dir = std::fs::canonicalize(baseline).ok()?;
+    runs.iter()
+        .find(|r| std::fs::canonicalize(&r.dir).is_ok_and(|d| d == dir))
+        .map(|r| r.group.clone())
+}
+
+/// Reads the runs, compares them and writes the tables, figures and gallery into `out`.
+pub fn compare_into(
+    runs: Vec<RunInput>,
+    baseline: Option<&str>,
+    model: &str,
+    out: &Path,
+) -> anyhow::Result<(Comparison, Vec<classwise_figures::Rendered>, Vec<String>)> {
+    anyhow::ensure!(
+        REPORT_FILES.iter().any(|(m, _)| *m == model),
+        "--model {model}: expected one of {}",
+        REPORT_FILES
+            .iter()
+            .map(|(m, _)| *m)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let baseline = match baseline {
+        Some(b) => Some(baseline_group(b, &runs).with_context(|| {
+            format!("--baseline {b}: neither a group nor one of the run directories compared")
+        })?),
+        None => runs.first().map(|r| r.group.clone()),
+    };
+    let results = runs
+        .into_iter()
+        .map(RunResults::read)
+        .collect::<Result<Vec<_>, _>>()?;
+    let comparison = Comparison::new(&results, baseline.as_deref())?;
+    compare::write_tables(&comparison, model, out)?;
+    let (figures, skipped) = compare::render_all(&comparison, &results, model, out)?;
+    classwise_figures::write_index(
+        out,
+        "Class-wise comparison",
+        &format!(
+            "Figures of the runs compared in [compare.md](compare.md) (model `{model}`), drawn \
+             from their reports and `metrics.jsonl`. Regenerate with `classwise compare`; every \
+             image has an SVG twin and the CSV of exactly the numbers it draws.{}",
+            skipped
+                .iter()
+                .map(|s| format!("\n\nNot drawn: {s}."))
+                .collect::<String>()
+        ),
+        &figures,
+    )?;
+    Ok((comparison, figures, skipped))
+}
+
+pub fn run(a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let (runs, notes) = inputs(a)?;
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    let (comparison, figures, skipped) =
+        compare_into(runs, a.baseline.as_deref(), &a.model, &a.out)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        print!("{}", compare::tables::markdown(&comparison, &a.model));
+    }
+    for s in &skipped {
+        eprintln!("not drawn: {s}");
+    }
+    eprintln!(
+        "wrote compare.md, compare.csv, compare.json and {} figures (gallery index.md) in {}",
+        figures.len(),
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
