@@ -1,8 +1,10 @@
 //! `classwise demo`: the project's best end-to-end result so far, written to one folder:
 //! the environment report, the libtorch gradient self-check, the numerical check of the papers'
 //! theorems (`classwise theory verify`), the multi-class toy under PGD-AT (`classwise toy
-//! multiclass`), the theory and toy figures (`classwise figures`), and a short PGD-AT run on the real Fashion-MNIST with its class-wise report
-//! (the `fmnist-smoke` preset, `classwise train`).
+//! multiclass`), the theory and toy figures (`classwise figures`), a short PGD-AT run on the
+//! real Fashion-MNIST with its class-wise report (the `fmnist-smoke` preset, `classwise
+//! train`), and its class-wise comparison with AT + CFA and WAT trained the same way
+//! (`classwise compare`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -84,7 +86,7 @@ pub fn run(roots: &[PathBuf], data_dir: Option<PathBuf>, out: &Path) -> anyhow::
             index.display()
         );
     }
-    let (config, smoke) = train_smoke(&out.join("fmnist-smoke"), data_dir)?;
+    let (config, smoke) = train_smoke(&out.join("fmnist-smoke"), data_dir.clone(), &[])?;
     let smoke_line = format!(
         "fmnist-smoke (PGD-AT, eps {}, {} epochs on {} Fashion-MNIST images, {} on {} test \
          images): clean {:.1}%, robust {:.1}%, worst class {} ({}) at {:.1}%, robust MCD {:.1} points",
@@ -120,6 +122,10 @@ pub fn run(roots: &[PathBuf], data_dir: Option<PathBuf>, out: &Path) -> anyhow::
         crate::figures::render_run(&out.join("fmnist-smoke"), &out.join("fmnist-smoke/figures"))?;
     figure_count += run_figures.len();
     println!("figures of the fmnist-smoke run: fmnist-smoke/figures/index.md");
+    let comparison = compare_smoke(out, data_dir)?;
+    for l in &comparison {
+        println!("{l}");
+    }
     let summary = format!(
         "classwise demo\n\
          doctor: {} problem(s)\n\
@@ -129,9 +135,12 @@ pub fn run(roots: &[PathBuf], data_dir: Option<PathBuf>, out: &Path) -> anyhow::
          figures: {figure_count} in figures/theory, figures/toy and fmnist-smoke/figures \
          (index.md in each)\n\
          {smoke_line}\n\
+         {}\n\
          files: doctor.json (environment), gradcheck.json (autograd and finite-difference \
          gradients), theory-verify.json (every check and erratum), toy-multiclass-at.json, \
-         figures/ (theory and toy galleries), fmnist-smoke/ (a whole run directory)\n",
+         figures/ (theory and toy galleries), fmnist-smoke/ (a whole run directory), \
+         fmnist-smoke-at-cfa/ and fmnist-smoke-wat/ (the compared runs), compare/ (tables and \
+         figures)\n",
         report.problems.len(),
         g.device,
         if ok { "ok" } else { "FAILED" },
@@ -139,7 +148,8 @@ pub fn run(roots: &[PathBuf], data_dir: Option<PathBuf>, out: &Path) -> anyhow::
         if theory.ok() { "all hold" } else { "FAILURES" },
         theory.errata.len(),
         toy.final_model.robust_avg(),
-        toy_robust.worst.value
+        toy_robust.worst.value,
+        comparison.join("\n")
     );
     io::write_atomic(&out.join("summary.txt"), summary.as_bytes())?;
     println!(
@@ -156,17 +166,47 @@ pub fn run(roots: &[PathBuf], data_dir: Option<PathBuf>, out: &Path) -> anyhow::
     )
 }
 
-/// The fmnist-smoke preset (embedded, so the demo runs from any directory), trained afresh into
-/// `dir`, with the data under `data_dir` when given.
+/// The comparison of the demo: the fmnist-smoke preset (PGD-AT) and two variants of it, each
+/// the same data, model, schedule and seed with these `--set` overrides
+/// (`classwise train --config configs/fmnist-smoke.toml --set ...` trains the same run).
+pub const COMPARED: [(&str, &[&str]); 3] = [
+    ("at", &[]),
+    (
+        "at-cfa",
+        &[
+            "name=\"fmnist-smoke-cfa\"",
+            "rule={ kind = \"cfa\", lambda1 = 0.5, begin = 1 }",
+            "fawa={ alpha = 0.5, delta = 0.03, start_epoch = 1 }",
+        ],
+    ),
+    (
+        "wat",
+        &[
+            "name=\"fmnist-smoke-wat\"",
+            "train.beta=6.0",
+            "train.method={ method = \"trades\", scaling = \"reference\", attack = { steps = 5, \
+             step = { kind = \"absolute\", value = 0.025 }, start = { kind = \"normal\", std = \
+             0.001 }, loss = { kind = \"trades-kl\" } } }",
+            "rule={ kind = \"wat\", eta = 0.5 }",
+        ],
+    ),
+];
+
+/// The fmnist-smoke preset (embedded, so the demo runs from any directory) with `overrides`,
+/// trained afresh into `dir`, with the data under `data_dir` when given.
 fn train_smoke(
     dir: &Path,
     data_dir: Option<PathBuf>,
+    overrides: &[&str],
 ) -> anyhow::Result<(
     classwise_trainer::run::RunConfig,
     classwise_trainer::eval::Evaluation,
 )> {
-    let config =
-        classwise_trainer::run::RunConfig::from_toml(include_str!("../configs/fmnist-smoke.toml"))?;
+    let overrides: Vec<String> = overrides.iter().map(|o| (*o).to_owned()).collect();
+    let config = classwise_trainer::run::RunConfig::from_toml_with_overrides(
+        include_str!("../configs/fmnist-smoke.toml"),
+        &overrides,
+    )?;
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
     }
@@ -181,6 +221,65 @@ fn train_smoke(
     )?;
     let report = summary
         .report
-        .context("the fmnist-smoke run stopped before its report")?;
+        .with_context(|| format!("the {} run stopped before its report", config.name))?;
     Ok((config, report))
+}
+
+/// Trains the variants of [`COMPARED`] after the fmnist-smoke run in `out` and compares the
+/// three; returns the summary lines.
+fn compare_smoke(out: &Path, data_dir: Option<PathBuf>) -> anyhow::Result<Vec<String>> {
+    let mut runs = Vec::new();
+    for (name, overrides) in COMPARED {
+        let dir = if overrides.is_empty() {
+            out.join("fmnist-smoke")
+        } else {
+            let dir = out.join(format!("fmnist-smoke-{name}"));
+            let started = Instant::now();
+            train_smoke(&dir, data_dir.clone(), overrides)?;
+            println!(
+                "trained fmnist-smoke-{name} ({:.0} s)",
+                started.elapsed().as_secs_f64()
+            );
+            dir
+        };
+        runs.push(classwise_figures::compare::RunInput {
+            dir,
+            group: name.to_owned(),
+            seed: Some(0),
+        });
+    }
+    let (comparison, figures, _) =
+        crate::compare::compare_into(runs, Some("at"), "last", &out.join("compare"))?;
+    let key = comparison
+        .primary_key("last")
+        .context("the compared runs share no evaluation")?;
+    let mut lines = vec![format!(
+        "class-wise comparison on Fashion-MNIST ({}), compare/compare.md and {} figures in \
+         compare/:",
+        key.describe(),
+        figures.len()
+    )];
+    for g in &comparison.groups {
+        for (suffix, model) in [("", "last"), (" + FAWA", "fawa")] {
+            let Some(s) = g.get(model, key) else {
+                continue;
+            };
+            let worst = s.get("robust_worst").mean;
+            let class = s
+                .robust_per_class
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.mean.total_cmp(&b.1.mean))
+                .map_or(0, |(c, _)| c);
+            lines.push(format!(
+                "  {:<14} clean {:.1}%, robust {:.1}%, worst class {:.1}% ({})",
+                format!("{}{suffix}", g.name),
+                100.0 * s.get("clean_avg").mean,
+                100.0 * s.get("robust_avg").mean,
+                100.0 * worst,
+                g.class_names[class]
+            ));
+        }
+    }
+    Ok(lines)
 }

@@ -73,9 +73,9 @@ enum Command {
     Bench(trainer_cli::BenchArgs),
     /// The project's end-to-end showcase, every output written to one folder: the environment
     /// report and a libtorch gradient self-check, the numerical check of the papers' theorems,
-    /// the multi-class toy under PGD-AT, the theory and toy figures, and a one-minute PGD-AT run
-    /// on the real Fashion-MNIST (the fmnist-smoke preset) with its class-wise report and
-    /// figures.
+    /// the multi-class toy under PGD-AT, the theory and toy figures, a one-minute PGD-AT run on
+    /// the real Fashion-MNIST (the fmnist-smoke preset) with its class-wise report and figures,
+    /// and its class-wise comparison with AT + CFA and WAT (tables and figures).
     Demo {
         #[command(flatten)]
         data: DataArgs,

@@ -175,7 +175,8 @@ impl Figure for ClassBars {
                     color: style::color(i),
                     outlined: Some(argmin(&values[..k])),
                     values,
-                    errors: Some(errors),
+                    // One run has no standard deviation to draw.
+                    errors: (m.stats.runs.len() > 1).then_some(errors),
                     lower: None,
                 }
             })

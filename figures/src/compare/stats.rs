@@ -103,8 +103,11 @@ impl RunMetrics {
     }
 }
 
+/// Reads one scalar of [`RunMetrics`].
+pub type Scalar = fn(&RunMetrics) -> f64;
+
 /// The scalar metrics of [`RunMetrics`] by name, in table order.
-pub const SCALARS: [(&str, fn(&RunMetrics) -> f64); 15] = [
+pub const SCALARS: [(&str, Scalar); 15] = [
     ("clean_avg", |m| m.clean_avg),
     ("clean_worst", |m| m.clean_worst),
     ("clean_worst20", |m| m.clean_worst20),
