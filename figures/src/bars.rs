@@ -12,6 +12,9 @@ use plotters::style::text_anchor::HPos;
 use crate::legend;
 use crate::style::{self, DrawResult};
 
+/// The opacity over white of the lower part of a bar ([`BarSeries::lower`]).
+pub const LOWER_TINT: f64 = 0.35;
+
 /// Width of one group of bars on the x axis (groups are 1 apart).
 const GROUP: f64 = 0.84;
 
@@ -78,15 +81,9 @@ pub fn draw_grouped<DB: DrawingBackend>(
             let corners = [(left, y0), (right, v)];
             chart.draw_series(std::iter::once(Rectangle::new(corners, s.color.filled())))?;
             if let Some(lower) = s.lower.as_ref().and_then(|l| l.get(g)) {
-                let light = s.color.mix(0.35).filled();
-                // Over white, so that the light part does not show the full colour beneath.
                 chart.draw_series(std::iter::once(Rectangle::new(
                     [(left, y0), (right, lower.min(v))],
-                    WHITE.filled(),
-                )))?;
-                chart.draw_series(std::iter::once(Rectangle::new(
-                    [(left, y0), (right, lower.min(v))],
-                    light,
+                    style::tint(s.color, LOWER_TINT).filled(),
                 )))?;
             }
             let outline = if s.outlined == Some(g) {

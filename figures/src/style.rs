@@ -102,6 +102,12 @@ pub fn color(i: usize) -> RGBColor {
     PALETTE[1 + i % (PALETTE.len() - 1)]
 }
 
+/// `c` at opacity `alpha` over white, as an opaque colour (for fills and their legend boxes).
+pub fn tint(c: RGBColor, alpha: f64) -> RGBColor {
+    let mix = |v: u8| (255.0 - alpha * (255.0 - v as f64)).round() as u8;
+    RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
 /// The class y = +1 (easy in CFA's figures): blue.
 pub const POS: RGBColor = RGBColor(0, 114, 178);
 /// The class y = −1 (hard in CFA's figures): vermillion.

@@ -29,33 +29,48 @@ pub struct Method {
     pub stats: Stats,
 }
 
-/// The methods of `c` evaluated as `model` under `key`, in group order; an error when one lacks
-/// that evaluation.
-fn methods(c: &Comparison, model: &str, key: &AttackKey) -> Result<Vec<Method>> {
-    c.groups
-        .iter()
-        .map(|g| {
-            g.get(model, key)
-                .map(|s| Method {
-                    name: g.name.clone(),
-                    stats: s.clone(),
-                })
-                .ok_or_else(|| {
-                    invalid(
-                        format!("group {}", g.name),
-                        format!("no `{model}` evaluation {}", key.describe()),
-                        "the same evaluation in every group compared",
-                    )
-                })
-        })
-        .collect()
+/// What the per-class figures show: every method (group) of a comparison evaluated as `model`
+/// under `key`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Selection {
+    pub model: String,
+    pub key: AttackKey,
+    pub class_names: Vec<String>,
+    pub methods: Vec<Method>,
 }
 
-fn class_names(c: &Comparison) -> Vec<String> {
-    c.groups
-        .first()
-        .map(|g| g.class_names.clone())
-        .unwrap_or_default()
+impl Selection {
+    /// The methods of `c` in group order; an error when one lacks that evaluation.
+    pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
+        let methods = c
+            .groups
+            .iter()
+            .map(|g| {
+                g.get(model, key)
+                    .map(|s| Method {
+                        name: g.name.clone(),
+                        stats: s.clone(),
+                    })
+                    .ok_or_else(|| {
+                        invalid(
+                            format!("group {}", g.name),
+                            format!("no `{model}` evaluation {}", key.describe()),
+                            "the same evaluation in every group compared",
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Selection {
+            model: model.to_owned(),
+            key: key.clone(),
+            class_names: c
+                .groups
+                .first()
+                .map(|g| g.class_names.clone())
+                .unwrap_or_default(),
+            methods,
+        })
+    }
 }
 
 /// The worst class of per-class means.
@@ -72,21 +87,11 @@ fn std_or_zero(m: &classwise_core::aggregate::MeanStd) -> f64 {
 
 /// Class-wise robust accuracy bars of every method (CFA Fig. 6, WAT Fig. 2).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ClassBars {
-    pub model: String,
-    pub key: AttackKey,
-    pub class_names: Vec<String>,
-    pub methods: Vec<Method>,
-}
+pub struct ClassBars(pub Selection);
 
 impl ClassBars {
     pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
-        Ok(ClassBars {
-            model: model.to_owned(),
-            key: key.clone(),
-            class_names: class_names(c),
-            methods: methods(c, model, key)?,
-        })
+        Selection::new(c, model, key).map(ClassBars)
     }
 
     /// Per class, then the worst class (mean over seeds of each run's worst) and the average.
@@ -115,7 +120,7 @@ impl Figure for ClassBars {
     fn title(&self) -> String {
         format!(
             "Robust accuracy per class of each method (model `{}`)",
-            self.model
+            self.0.model
         )
     }
 
@@ -135,12 +140,12 @@ impl Figure for ClassBars {
 
     fn tables(&self) -> Vec<Table> {
         let mut t = Table::new("", &["method", "group", "class", "mean", "std", "n"]);
-        let k = self.class_names.len();
-        for m in &self.methods {
+        let k = self.0.class_names.len();
+        for m in &self.0.methods {
             let (v, e) = self.values(m);
             for (g, (value, err)) in v.iter().zip(&e).enumerate() {
                 let label = match g.checked_sub(k) {
-                    None => self.class_names[g].clone(),
+                    None => self.0.class_names[g].clone(),
                     Some(0) => "worst class".into(),
                     Some(_) => "average".into(),
                 };
@@ -164,8 +169,9 @@ impl Figure for ClassBars {
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let (plot, strip) = legend::split(area, 1);
-        let k = self.class_names.len();
+        let k = self.0.class_names.len();
         let series: Vec<BarSeries> = self
+            .0
             .methods
             .iter()
             .enumerate()
@@ -188,6 +194,7 @@ impl Figure for ClassBars {
                 .flat_map(|(v, e)| [v - e, v + e]),
         );
         let mut labels: Vec<(String, String)> = self
+            .0
             .class_names
             .iter()
             .enumerate()
@@ -197,7 +204,7 @@ impl Figure for ClassBars {
         labels.push(("average".into(), String::new()));
         let caption = format!(
             "{}{}; worst class of the means outlined",
-            self.key.describe(),
+            self.0.key.describe(),
             if truncated {
                 format!("; the y axis starts at {}", y.start)
             } else {
@@ -215,7 +222,7 @@ impl Figure for ClassBars {
             },
             &series,
         )?;
-        legend::draw_rows(&strip, &[method_entries(&self.methods)])
+        legend::draw_rows(&strip, &[method_entries(&self.0.methods)])
     }
 }
 
@@ -244,21 +251,11 @@ fn plural(n: usize) -> &'static str {
 /// Robust error per class split into standard error (lighter, below) and boundary error (BAT
 /// Fig. 5, FRL's decomposition).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ErrorBars {
-    pub model: String,
-    pub key: AttackKey,
-    pub class_names: Vec<String>,
-    pub methods: Vec<Method>,
-}
+pub struct ErrorBars(pub Selection);
 
 impl ErrorBars {
     pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
-        Ok(ErrorBars {
-            model: model.to_owned(),
-            key: key.clone(),
-            class_names: class_names(c),
-            methods: methods(c, model, key)?,
-        })
+        Selection::new(c, model, key).map(ErrorBars)
     }
 
     /// (standard error, robust error) per class, means over seeds.
@@ -281,7 +278,7 @@ impl Figure for ErrorBars {
     fn title(&self) -> String {
         format!(
             "Standard and boundary error per class of each method (model `{}`)",
-            self.model
+            self.0.model
         )
     }
 
@@ -304,9 +301,9 @@ impl Figure for ErrorBars {
             "",
             &["method", "class", "name", "standard", "boundary", "robust"],
         );
-        for m in &self.methods {
+        for m in &self.0.methods {
             let (std_err, rob_err) = Self::errors(m);
-            for (c, name) in self.class_names.iter().enumerate() {
+            for (c, name) in self.0.class_names.iter().enumerate() {
                 t.push(vec![
                     Cell::from(m.name.as_str()),
                     Cell::from(c),
@@ -328,6 +325,7 @@ impl Figure for ErrorBars {
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let (plot, strip) = legend::split(area, 2);
         let series: Vec<BarSeries> = self
+            .0
             .methods
             .iter()
             .enumerate()
@@ -352,6 +350,7 @@ impl Figure for ErrorBars {
             .flat_map(|s| s.values.iter().copied())
             .fold(0.0f64, f64::max);
         let labels = self
+            .0
             .class_names
             .iter()
             .enumerate()
@@ -363,7 +362,7 @@ impl Figure for ErrorBars {
                 caption: format!(
                     "{}; each bar: standard error (light) under boundary error (full colour); \
                      the worst class outlined",
-                    self.key.describe()
+                    self.0.key.describe()
                 ),
                 axes: ERROR_AXES,
                 labels,
@@ -373,17 +372,19 @@ impl Figure for ErrorBars {
             &series,
         )?;
         let light: Vec<Entry> = self
+            .0
             .methods
             .iter()
             .enumerate()
             .map(|(i, m)| {
                 Entry::boxed(
-                    light(style::color(i)),
+                    style::tint(style::color(i), bars::LOWER_TINT),
                     format!("{}: standard error", m.name),
                 )
             })
             .collect();
         let dark: Vec<Entry> = self
+            .0
             .methods
             .iter()
             .enumerate()
@@ -397,26 +398,17 @@ const RADAR_AXES: [&str; 2] = ["spokes: classes", "radius: robust accuracy"];
 
 /// The per-class robust accuracies of every method on a radar chart (WAT Figs. 4-6).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Radar {
-    pub model: String,
-    pub key: AttackKey,
-    pub class_names: Vec<String>,
-    pub methods: Vec<Method>,
-}
+pub struct Radar(pub Selection);
 
 impl Radar {
     pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
-        Ok(Radar {
-            model: model.to_owned(),
-            key: key.clone(),
-            class_names: class_names(c),
-            methods: methods(c, model, key)?,
-        })
+        Selection::new(c, model, key).map(Radar)
     }
 
     /// The outer ring: the largest accuracy rounded up to a tenth.
     fn outer(&self) -> f64 {
         let top = self
+            .0
             .methods
             .iter()
             .flat_map(|m| m.stats.robust_per_class.iter().map(|x| x.mean))
@@ -433,7 +425,7 @@ impl Figure for Radar {
     fn title(&self) -> String {
         format!(
             "Robust accuracy per class of each method, radar chart (model `{}`)",
-            self.model
+            self.0.model
         )
     }
 
@@ -452,8 +444,8 @@ impl Figure for Radar {
 
     fn tables(&self) -> Vec<Table> {
         let mut t = Table::new("", &["method", "class", "name", "robust_mean"]);
-        for m in &self.methods {
-            for (c, name) in self.class_names.iter().enumerate() {
+        for m in &self.0.methods {
+            for (c, name) in self.0.class_names.iter().enumerate() {
                 t.push(vec![
                     Cell::from(m.name.as_str()),
                     Cell::from(c),
@@ -477,7 +469,7 @@ impl Figure for Radar {
         plot.draw(&Text::new(
             format!(
                 "{}; {}, {} (rings every 0.1 up to {:.1})",
-                self.key.describe(),
+                self.0.key.describe(),
                 RADAR_AXES[0],
                 RADAR_AXES[1],
                 self.outer()
@@ -487,7 +479,7 @@ impl Figure for Radar {
         ))?;
         let center = (w as i32 / 2, caption_h + (h as i32 - caption_h) / 2);
         let radius = ((w.min(h) as i32 - caption_h) / 2 - 90).max(40) as f64;
-        let k = self.class_names.len().max(1);
+        let k = self.0.class_names.len().max(1);
         let outer = self.outer();
         let at = |c: usize, r: f64| {
             let angle =
@@ -515,7 +507,7 @@ impl Figure for Radar {
                 style::tick_font().pos(Pos::new(HPos::Right, VPos::Top)),
             ))?;
         }
-        for (c, name) in self.class_names.iter().enumerate() {
+        for (c, name) in self.0.class_names.iter().enumerate() {
             plot.draw(&PathElement::new(vec![center, at(c, outer)], grid))?;
             let (x, y) = at(c, outer * 1.1);
             let h = if x < center.0 - 5 {
@@ -531,7 +523,7 @@ impl Figure for Radar {
                 style::tick_font().pos(Pos::new(h, VPos::Center)),
             ))?;
         }
-        for (i, m) in self.methods.iter().enumerate() {
+        for (i, m) in self.0.methods.iter().enumerate() {
             let mut pts: Vec<(i32, i32)> = m
                 .stats
                 .robust_per_class
@@ -550,7 +542,7 @@ impl Figure for Radar {
                 plot.draw(&Circle::new(*p, 5, color.filled()))?;
             }
         }
-        legend::draw_rows(&strip, &[method_entries(&self.methods)])
+        legend::draw_rows(&strip, &[method_entries(&self.0.methods)])
     }
 }
 
@@ -568,7 +560,9 @@ pub struct Confusion {
 impl Confusion {
     /// Fails when a method's reports have no confusion counts.
     pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
-        let methods = methods(c, model, key)?
+        let selection = Selection::new(c, model, key)?;
+        let methods = selection
+            .methods
             .into_iter()
             .map(|m| match m.stats.confusion {
                 Some(matrix) => Ok((m.name, matrix)),
@@ -581,18 +575,12 @@ impl Confusion {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Confusion {
-            model: model.to_owned(),
-            key: key.clone(),
-            class_names: class_names(c),
+            model: selection.model,
+            key: selection.key,
+            class_names: selection.class_names,
             methods,
         })
     }
-}
-
-/// `c` at 35% over white, as the lower part of a bar is drawn.
-fn light(c: RGBColor) -> RGBColor {
-    let mix = |v: u8| (255.0 - 0.35 * (255.0 - v as f64)).round() as u8;
-    RGBColor(mix(c.0), mix(c.1), mix(c.2))
 }
 
 /// White to dark blue.
@@ -628,7 +616,7 @@ impl Figure for Confusion {
     }
 
     fn size(&self) -> (u32, u32) {
-        let n = self.methods.len().clamp(1, 3) as u32;
+        let n = self.methods.len().max(1) as u32;
         (60 + 620 * n, 820)
     }
 
@@ -655,10 +643,9 @@ impl Figure for Confusion {
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        let shown = &self.methods[..self.methods.len().min(3)];
-        let panels = area.split_evenly((1, shown.len().max(1)));
+        let panels = area.split_evenly((1, self.methods.len().max(1)));
         let k = self.class_names.len();
-        for (panel, (name, m)) in panels.iter().zip(shown) {
+        for (panel, (name, m)) in panels.iter().zip(&self.methods) {
             let mut chart = ChartBuilder::on(panel)
                 .margin(14)
                 .x_label_area_size(70)

@@ -87,12 +87,12 @@ fn parse<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
 /// `None` for other files and for evaluations of weight files given by path.
 fn eval_file_model(name: &str) -> Option<(&'static str, bool)> {
     let rest = name.strip_prefix("eval-")?.strip_suffix(".json")?;
-    // Longest names first: `best-ema` before `best`.
-    let mut models: Vec<&'static str> = REPORT_FILES.iter().map(|(m, _)| *m).collect();
-    models.sort_by_key(|m| std::cmp::Reverse(m.len()));
-    let model = models
-        .into_iter()
-        .find(|m| rest.strip_prefix(m).is_some_and(|r| r.starts_with('-')))?;
+    // The longest model name that prefixes the rest: `best-ema` rather than `best`.
+    let model = REPORT_FILES
+        .iter()
+        .map(|(m, _)| *m)
+        .filter(|m| rest.strip_prefix(m).is_some_and(|r| r.starts_with('-')))
+        .max_by_key(|m| m.len())?;
     Some((model, rest[model.len()..].starts_with("-protocol-")))
 }
 
@@ -136,7 +136,7 @@ impl RunResults {
                 )?;
             }
         }
-        let mut files: Vec<(std::time::SystemTime, String)> = Vec::new();
+        let mut files: Vec<(std::time::SystemTime, String, &str, bool)> = Vec::new();
         let listing = std::fs::read_dir(dir).map_err(|source| FigureError::Io {
             action: "listing",
             path: dir.clone(),
@@ -144,18 +144,17 @@ impl RunResults {
         })?;
         for entry in listing.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if eval_file_model(&name).is_some() {
+            if let Some((model, protocol)) = eval_file_model(&name) {
                 let modified = entry
                     .metadata()
                     .and_then(|m| m.modified())
                     .unwrap_or(std::time::UNIX_EPOCH);
-                files.push((modified, name));
+                files.push((modified, name, model, protocol));
             }
         }
         // Oldest first, so that the latest evaluation of a key is kept.
         files.sort();
-        for (_, name) in files {
-            let (model, protocol) = eval_file_model(&name).expect("filtered above");
+        for (_, name, model, protocol) in files {
             let path = dir.join(&name);
             if protocol {
                 let p: ProtocolRecord = parse(

@@ -15,7 +15,7 @@
 
 use classwise_core::aggregate::MeanStd;
 use classwise_core::record::{ClassSummary, ReportRecord};
-use classwise_theory::metrics::{ClassAccuracy, class_variance, max_class_discrepancy, wat_rho};
+use classwise_theory::metrics::{ClassAccuracy, wat_rho};
 use serde::Serialize;
 
 use super::load::{AttackKey, RunResults};
@@ -48,21 +48,20 @@ pub struct RunMetrics {
     pub confusion: Option<Vec<Vec<f64>>>,
 }
 
-fn worst20(s: &ClassSummary, what: &str) -> Result<f64> {
-    ClassAccuracy::from_values(s.per_class.clone())
-        .and_then(|a| a.worst_fraction_mean(0.2))
-        .map_err(|e| invalid(what.to_owned(), e, "per-class accuracies"))
-}
-
 impl RunMetrics {
     /// The metrics of one report; `what` names it in errors.
     pub fn of(r: &ReportRecord, what: &str) -> Result<RunMetrics> {
-        let (clean, robust) = (&r.clean.per_class, &r.robust.per_class);
-        let bndy: Vec<f64> = clean.iter().zip(robust).map(|(c, r)| c - r).collect();
-        let max = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::NEG_INFINITY, f64::max);
-        let stat = |f: fn(&[f64]) -> classwise_theory::Result<f64>, v: &[f64]| {
-            f(v).map_err(|e| invalid(what.to_owned(), e, "per-class accuracies"))
+        let accuracy = |s: &ClassSummary| {
+            ClassAccuracy::from_values(s.per_class.clone())
+                .map_err(|e| invalid(what.to_owned(), e, "per-class accuracies"))
         };
+        let (clean, robust) = (accuracy(&r.clean)?, accuracy(&r.robust)?);
+        let worst20 = |a: &ClassAccuracy| {
+            a.worst_fraction_mean(0.2)
+                .map_err(|e| invalid(what.to_owned(), e, "per-class accuracies"))
+        };
+        let max = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::NEG_INFINITY, f64::max);
+        let pairs = || clean.per_class().iter().zip(robust.per_class());
         let confusion = match &r.confusion_under_attack {
             Some(c) => Some(
                 c.matrix()?
@@ -82,22 +81,22 @@ impl RunMetrics {
         };
         Ok(RunMetrics {
             clean_avg: r.clean.average(),
-            clean_worst: r.clean.worst(),
-            clean_worst20: worst20(&r.clean, what)?,
+            clean_worst: clean.worst().value,
+            clean_worst20: worst20(&clean)?,
             robust_avg: r.robust.average(),
-            robust_worst: r.robust.worst(),
-            robust_worst20: worst20(&r.robust, what)?,
-            robust_cv: stat(class_variance, robust)?,
-            clean_cv: stat(class_variance, clean)?,
-            robust_mcd: stat(max_class_discrepancy, robust)?,
+            robust_worst: robust.worst().value,
+            robust_worst20: worst20(&robust)?,
+            robust_cv: robust.cv(),
+            clean_cv: clean.cv(),
+            robust_mcd: robust.mcd(),
             std_err_avg: 1.0 - r.clean.average(),
-            std_err_worst: max(&mut clean.iter().map(|c| 1.0 - c)),
+            std_err_worst: 1.0 - clean.worst().value,
             bndy_err_avg: r.clean.average() - r.robust.average(),
-            bndy_err_worst: max(&mut bndy.iter().copied()),
+            bndy_err_worst: max(&mut pairs().map(|(c, r)| c - r)),
             rob_err_avg: 1.0 - r.robust.average(),
-            rob_err_worst: max(&mut robust.iter().map(|c| 1.0 - c)),
-            clean_per_class: clean.clone(),
-            robust_per_class: robust.clone(),
+            rob_err_worst: 1.0 - robust.worst().value,
+            clean_per_class: clean.per_class().to_vec(),
+            robust_per_class: robust.per_class().to_vec(),
             confusion,
         })
     }
