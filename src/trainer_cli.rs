@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use classwise_trainer::attack::{Pgd, StepSize};
+use classwise_trainer::attack::{EarlyStoppedPgd, Pgd, StepSize};
 use classwise_trainer::data::{self, Part};
 use classwise_trainer::eval::autoattack::{AaAttack, AutoAttackSpec, Cascade, Version};
 use classwise_trainer::eval::{RobustCounting, markdown};
@@ -66,6 +66,10 @@ pub enum AttackKind {
     Temperature,
     /// AutoAttack (--version, or a custom --attacks list), class by class; resumable.
     Autoattack,
+    /// PGD on cross-entropy (uniform start) that stops each image at its first
+    /// misclassification and reports the steps each class needed (BAT §3, Fig. 2: 1000 steps of
+    /// ε/20); give many small steps, e.g. --steps 200 --step 0.002 at ε = 0.1.
+    FlipSteps,
 }
 
 #[derive(Args)]
@@ -290,6 +294,7 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
         Some(AttackKind::Cw) => Pgd::cw(steps, step),
         Some(AttackKind::Temperature) => Pgd::temperature(steps, step, a.inv_t),
         Some(AttackKind::Autoattack) => unreachable!("handled by `autoattack` above"),
+        Some(AttackKind::FlipSteps) => config.eval.attack,
     };
     config.eval.attack.validate().map_err(|e| {
         anyhow::anyhow!("{}", e.in_section("eval")).context("--attack, --steps, --step or --inv-t")
@@ -299,8 +304,14 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let model = load_eval_model(dir, &a.checkpoint, device, format)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
     let (test, _) = test_subset(a, &config, &test_full)?;
-    let report = classwise_trainer::seed::seeded(run::report_seed(&config), || {
-        run::evaluate_on(&model, &test, &config, device)
+    let flip = EarlyStoppedPgd::steps_to_flip(steps, step);
+    if matches!(a.attack, Some(AttackKind::FlipSteps)) {
+        flip.validate()
+            .map_err(|e| anyhow::anyhow!("{e}").context("--steps or --step"))?;
+    }
+    let report = classwise_trainer::seed::seeded(run::report_seed(&config), || match a.attack {
+        Some(AttackKind::FlipSteps) => run::evaluate_with(&model, &test, &config, &flip, device),
+        _ => run::evaluate_on(&model, &test, &config, device),
     })?;
     let stem = eval_file_stem(a, &report.attack, &config.eval);
     let (json, md) = free_paths(&dir.0, &stem);

@@ -144,7 +144,11 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
     assert_eq!(
         planned,
         [
+            ("fmnist-cfa-fig2-eps".to_owned(), 4),
+            ("fmnist-cfa-fig3-beta".to_owned(), 4),
+            ("fmnist-cfa-fig5-lambda".to_owned(), 3),
             ("fmnist-cfa-table1".to_owned(), 18),
+            ("fmnist-wat-fig3-weight".to_owned(), 4),
             ("fmnist-wat-table1".to_owned(), 15),
             ("smoke".to_owned(), 4)
         ]
@@ -174,6 +178,27 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
                 .join(t["id"].as_str().unwrap())
         );
     }
+    // The grid point is in the group name, where `classwise compare` reads the swept value.
+    let fig3 = manifest(&tmp.path().join("shipped").join("fmnist-wat-fig3-weight"));
+    let groups: Vec<&str> = fig3["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["group"].as_str().unwrap())
+        .collect();
+    assert_eq!(groups[1], "fmnist-smoke/rule.weight=0.1");
+    // Two presets of one file would share a group and be averaged as seeds of one method.
+    let twice = edited(&smoke(), &tmp.path().join("twice.toml"), |t| {
+        t.replace(
+            r#"presets = ["../configs/fmnist-at.toml", "../configs/fmnist-at-cfa.toml"]"#,
+            r#"presets = ["../configs/fmnist-at.toml", { file = "../configs/fmnist-at.toml", set = ["epochs=2"] }]"#,
+        )
+    });
+    let said = plan_fails(&twice, &tmp.path().join("twice"));
+    assert!(
+        said.contains("group `fmnist-at`") && said.contains("variant"),
+        "{said}"
+    );
     // A reference to a preset the sweep does not have.
     let bad = edited(
         &shipped.join("fmnist-wat-table1.toml"),

@@ -206,6 +206,55 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
         assert!(!t.contains("panicked"), "{t}");
     }
     assert_eq!(eval_files(&a), names);
+    // BAT's attack steps: each image stops at its first misclassification. Counting robust as
+    // "correct on the adversarial example", each class's robust and flipped fractions sum to 1,
+    // and an image never flipped took all 3 steps.
+    let out = classwise(&[
+        "eval",
+        "--run",
+        a.to_str().unwrap(),
+        "--attack",
+        "flip-steps",
+        "--steps",
+        "3",
+        "--step",
+        "0.02",
+        "--robust-counting",
+        "adversarial-only",
+        "--json",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let f: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(f["attack"], "early-stopped-pgd-3 ce tau 0 Original");
+    let steps = &f["steps_to_flip"];
+    assert_eq!(steps["max_steps"], 3);
+    let list = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let (mean, flipped) = (list(&steps["mean"]), list(&steps["flipped"]));
+    let robust = list(&f["robust"]["per_class"]);
+    assert_eq!((mean.len(), flipped.len()), (10, 10));
+    for k in 0..10 {
+        assert!(
+            (robust[k] + flipped[k] - 1.0).abs() < 1e-12,
+            "class {k}: {f}"
+        );
+        assert!(
+            mean[k] <= 3.0 && mean[k] >= 3.0 * (1.0 - flipped[k]) - 1e-12,
+            "class {k}"
+        );
+    }
+    // Every report carries Tian et al.'s CVC; a softmax over 10 classes has variance ≤ 0.09.
+    let cvc = list(&f["cvc"]);
+    assert_eq!(cvc.len(), 10);
+    assert!(cvc.iter().all(|v| (0.0..=0.09).contains(v)), "{cvc:?}");
+    assert_eq!(list(&report(&a)["cvc"]).len(), 10);
     // `figures run` draws the real run's logs into <run>/figures, with the report's numbers.
     let out = classwise(&["figures", "run", "--run", a.to_str().unwrap()])
         .output()

@@ -369,6 +369,26 @@ pub struct ReportRecord {
     /// Absent in the first reports and in the entries of a protocol's natural accuracy.
     #[serde(default)]
     pub confusion_under_attack: Option<ConfusionRecord>,
+    /// Tian et al.'s class-wise variance of confidence (Def. 5.1) on the clean images, per
+    /// class; absent in AutoAttack's reports and in the first reports.
+    #[serde(default)]
+    pub cvc: Option<Vec<f64>>,
+    /// The attack steps each class needed (BAT Fig. 2), in reports of
+    /// `classwise eval --attack flip-steps`.
+    #[serde(default)]
+    pub steps_to_flip: Option<FlipStepsRecord>,
+}
+
+/// Per class, the ascent steps an early-stopped attack needed to misclassify an image
+/// (`classwise_trainer::eval::FlipSteps`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct FlipStepsRecord {
+    /// The attack's step count K.
+    pub max_steps: usize,
+    /// Mean steps taken per class (K for an image never misclassified).
+    pub mean: Vec<f64>,
+    /// The fraction of each class misclassified within K steps.
+    pub flipped: Vec<f64>,
 }
 
 impl ReportRecord {
@@ -412,6 +432,31 @@ impl ReportRecord {
                 format!("{} classes, {} counts", c.n_classes, c.counts.len()),
                 format!("{k} classes and {} counts", k * k),
             ));
+        }
+        let lists = [
+            ("cvc", self.cvc.as_ref()),
+            (
+                "steps_to_flip.mean",
+                self.steps_to_flip.as_ref().map(|s| &s.mean),
+            ),
+            (
+                "steps_to_flip.flipped",
+                self.steps_to_flip.as_ref().map(|s| &s.flipped),
+            ),
+        ];
+        for (field, list) in lists {
+            if let Some(v) = list {
+                if v.len() != k {
+                    return Err(invalid(
+                        format!("{what}: {field}"),
+                        format!("{} entries", v.len()),
+                        format!("{k}, one per class name"),
+                    ));
+                }
+                if let Some(x) = v.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+                    return Err(invalid(format!("{what}: {field}"), x, "finite values >= 0"));
+                }
+            }
         }
         Ok(())
     }

@@ -8,6 +8,7 @@
 //! [`write_index`] writes the gallery.
 
 pub mod bars;
+pub mod classes;
 pub mod compare;
 pub mod error;
 pub mod legend;

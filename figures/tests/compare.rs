@@ -9,9 +9,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use classwise_figures::Figure;
-use classwise_figures::compare::figures::{
-    ClassBars, Confusion, ErrorBars, Radar, WorstOverEpochs,
-};
+use classwise_figures::compare::diagnostics::{ATTACK_STEPS, CVC, ClassDiagnostic};
+use classwise_figures::compare::epochs::{ClassesOverEpochs, PlanOverEpochs, WorstOverEpochs};
+use classwise_figures::compare::figures::{ClassBars, Confusion, ErrorBars, Radar};
+use classwise_figures::compare::param::ParamSweep;
 use classwise_figures::compare::{
     Comparison, RunInput, RunResults, render_all, tables, write_tables,
 };
@@ -54,8 +55,19 @@ fn protocol(clean: [f64; 4], robust: [f64; 4]) -> String {
 }
 
 /// A schema-2 `metrics.jsonl` line whose test subset has worst class `worst` (and its FAWA
-/// model `fawa`).
+/// model `fawa`), with the uniform plan.
 fn epoch_line(epoch: usize, worst: f64, fawa: Option<f64>) -> String {
+    epoch_line_plan(epoch, worst, fawa, "uniform", [0.1; 4])
+}
+
+/// [`epoch_line`] with the rule `rule` and its budgets ε_k.
+fn epoch_line_plan(
+    epoch: usize,
+    worst: f64,
+    fawa: Option<f64>,
+    rule: &str,
+    eps: [f64; 4],
+) -> String {
     let split = |w: f64| {
         format!(
             r#"{{"clean":[0.9,0.9,0.9,0.9],"robust":[0.6,0.6,0.6,{w}],"clean_avg":0.9,"robust_avg":0.5,"robust_worst":{w},"robust_worst_class":3,"robust_cv":0.01,"robust_mcd":0.3}}"#
@@ -63,7 +75,7 @@ fn epoch_line(epoch: usize, worst: f64, fawa: Option<f64>) -> String {
     };
     let fawa = fawa.map_or("null".to_owned(), split);
     format!(
-        r#"{{"schema":2,"epoch":{epoch},"rule":"uniform","lr":0.1,"train_loss":1.0,"train_robust":[0.5,0.5,0.5,0.5],"plan":{{"eps":[0.1,0.1,0.1,0.1],"beta":[0.0,0.0,0.0,0.0],"natural_weight":[1.0,1.0,1.0,1.0],"boundary_weight":[1.0,1.0,1.0,1.0],"step_size":null}},"val":null,"test":{},"ema_test":null,"fawa_test":{fawa},"averaging":[],"eps_warmup":null,"seconds":1.0,"train_seconds":0.5,"train_images_per_second":100.0,"eval_seconds":0.5}}"#,
+        r#"{{"schema":2,"epoch":{epoch},"rule":"{rule}","lr":0.1,"train_loss":1.0,"train_robust":[0.5,0.5,0.5,0.5],"plan":{{"eps":{eps:?},"beta":[0.0,0.0,0.0,0.0],"natural_weight":[1.0,1.0,1.0,1.0],"boundary_weight":[1.0,1.0,1.0,1.0],"step_size":null}},"val":null,"test":{},"ema_test":null,"fawa_test":{fawa},"averaging":[],"eps_warmup":null,"seconds":1.0,"train_seconds":0.5,"train_images_per_second":100.0,"eval_seconds":0.5}}"#,
         split(worst)
     )
 }
@@ -290,11 +302,20 @@ fn figures_draw_the_compared_numbers() {
             "compare-class-bars",
             "compare-radar",
             "compare-class-errors",
-            "compare-worst-over-epochs"
+            "compare-worst-over-epochs",
+            "compare-classes-over-epochs"
         ]
     );
-    assert_eq!(skipped.len(), 1, "{skipped:?}");
-    assert!(skipped[0].contains("confusion"), "{skipped:?}");
+    // No confusion under AutoAttack, no grid in the group names, no steps or CVC in these
+    // reports, uniform plans.
+    assert_eq!(skipped.len(), 5, "{skipped:?}");
+    for (s, what) in
+        skipped
+            .iter()
+            .zip(["confusion", "swept parameter", "flip-steps", "cvc", "plan"])
+    {
+        assert!(s.contains(what), "{s} should be about {what}");
+    }
     for r in &rendered {
         let img = image::open(out.join(format!("{}.png", r.id))).unwrap();
         assert_eq!((img.width(), img.height()), r.size);
@@ -350,4 +371,227 @@ fn bad_inputs_name_the_file_and_what_was_expected() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("--baseline") && e.contains("base, fair"), "{e}");
+}
+
+/// A report with CVC and, when `steps` is given, the attack steps of `--attack flip-steps`.
+fn diagnostic_report(
+    robust: [f64; 4],
+    confusion: [u64; 16],
+    cvc: [f64; 4],
+    steps: Option<[f64; 4]>,
+) -> String {
+    let base = report(PGD, [0.9; 4], robust, Some(confusion));
+    let steps = steps.map_or(String::new(), |m| {
+        format!(r#","steps_to_flip":{{"max_steps":50,"mean":{m:?},"flipped":[0.5,0.5,0.5,0.5]}}"#)
+    });
+    format!(
+        "{},\"cvc\":{cvc:?}{steps}}}",
+        base.strip_suffix('}').unwrap()
+    )
+}
+
+#[test]
+fn sweep_plan_and_class_figures_draw_the_logged_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut inputs = Vec::new();
+    // A training-ε sweep of three points (written out of order), one seed each, and a
+    // vanilla baseline outside it.
+    for (group, robust, rule, eps) in [
+        (
+            "at/train.eps=0.2",
+            [0.8, 0.6, 0.4, 0.2],
+            "cfa",
+            [0.1, 0.12, 0.08, 0.06],
+        ),
+        (
+            "at/train.eps=0.05",
+            [0.6, 0.5, 0.4, 0.3],
+            "uniform",
+            [0.05; 4],
+        ),
+        (
+            "at/train.eps=0.1",
+            [0.7, 0.5, 0.5, 0.3],
+            "uniform",
+            [0.1; 4],
+        ),
+        ("vanilla", [0.5, 0.5, 0.5, 0.1], "uniform", [0.1; 4]),
+    ] {
+        let dir = tmp.path().join(group.replace(['/', '='], "_"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("report.json"), report(PGD, [0.9; 4], robust, None)).unwrap();
+        // The plan moves between the two epochs only in the `cfa` run.
+        let first = if rule == "cfa" { [0.1; 4] } else { eps };
+        let lines = [
+            epoch_line_plan(0, 0.2, None, rule, first),
+            epoch_line_plan(1, 0.3, None, rule, eps),
+        ];
+        std::fs::write(dir.join("metrics.jsonl"), lines.join("\n") + "\n").unwrap();
+        inputs.push(RunInput {
+            dir,
+            group: group.into(),
+            seed: Some(0),
+        });
+    }
+    let results = read(inputs);
+    let c = Comparison::new(&results, Some("vanilla")).unwrap();
+    let key = c.primary_key("last").unwrap().clone();
+
+    let sweep = ParamSweep::new(&c, "last", &key).unwrap();
+    assert_eq!(sweep.series.len(), 1);
+    assert_eq!(sweep.series[0].key, "train.eps");
+    assert_eq!(sweep.series[0].rest, "at");
+    let xs: Vec<f64> = sweep.series[0].points.iter().map(|p| p.x).collect();
+    assert_eq!(xs, [0.05, 0.1, 0.2]);
+    assert_eq!(sweep.baseline.as_ref().unwrap().0, "vanilla");
+    let (header, rows) = csv(&sweep.tables()[0]);
+    assert_eq!(
+        header,
+        "parameter,series,value,group,accuracy,class,mean,std,n"
+    );
+    // Per point: 4 classes + avg + worst, robust then clean.
+    assert_eq!(rows.len(), 3 * 2 * 6);
+    let at = |x: &str, side: &str, class: &str| {
+        let r = rows
+            .iter()
+            .find(|r| r[2] == x && r[4] == side && r[5] == class)
+            .unwrap_or_else(|| panic!("{x} {side} {class}"));
+        num(&r[6])
+    };
+    close(at("0.2", "robust", "c"), 0.4);
+    close(at("0.05", "robust", "d"), 0.3);
+    close(at("0.1", "robust", "avg"), 0.5);
+    close(at("0.2", "robust", "worst"), 0.2);
+    close(at("0.1", "clean", "a"), 0.9);
+
+    let plan = PlanOverEpochs::new(&c, &results).unwrap();
+    assert_eq!(plan.methods.len(), 1, "only the run whose plan moves");
+    assert_eq!(plan.methods[0].method, "at/train.eps=0.2");
+    let (_, rows) = csv(&plan.tables()[0]);
+    // Epoch 2, class 3: ε = 0.06.
+    let r = rows.iter().find(|r| r[3] == "2" && r[4] == "3").unwrap();
+    close(num(&r[5]), 0.06);
+
+    let classes = ClassesOverEpochs::new(&c, &results).unwrap();
+    let (header, rows) = csv(&classes.tables()[0]);
+    assert_eq!(header, "method,run,epoch,class,name,robust");
+    assert_eq!(rows.len(), 4 * 2 * 4);
+    let r = rows
+        .iter()
+        .find(|r| r[0] == "vanilla" && r[2] == "2" && r[3] == "3")
+        .unwrap();
+    close(num(&r[5]), 0.3);
+
+    let out = tmp.path().join("out");
+    let (rendered, skipped) = render_all(&c, &results, "last", &out).unwrap();
+    let ids: Vec<&str> = rendered.iter().map(|r| r.id.as_str()).collect();
+    for id in [
+        "compare-param-sweep",
+        "compare-plan-over-epochs",
+        "compare-classes-over-epochs",
+    ] {
+        assert!(
+            ids.contains(&id),
+            "{id} not in {ids:?} (skipped: {skipped:?})"
+        );
+    }
+    for r in &rendered {
+        let svg = std::fs::read_to_string(out.join(format!("{}.svg", r.id))).unwrap();
+        for label in &r.axis_labels {
+            assert!(svg.contains(label.as_str()), "{}: {label}", r.id);
+        }
+    }
+}
+
+#[test]
+fn attack_steps_target_shares_and_cvc_are_the_reported_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Two seeds of `base`, one of `fair`; confusion rows are true classes.
+    let runs = [
+        (
+            "base",
+            [0, 2, 1, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 3, 1, 0],
+            [0.02, 0.04, 0.01, 0.05],
+            [30.0, 20.0, 10.0, 40.0],
+        ),
+        (
+            "base",
+            [0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0],
+            [0.04, 0.02, 0.03, 0.05],
+            [10.0, 20.0, 30.0, 40.0],
+        ),
+        (
+            "fair",
+            [0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            [0.05, 0.05, 0.05, 0.05],
+            [25.0, 25.0, 25.0, 25.0],
+        ),
+    ];
+    let mut inputs = Vec::new();
+    for (i, (group, off_diagonal, cvc, steps)) in runs.iter().enumerate() {
+        // Five correct predictions per class on the diagonal (every row has samples).
+        let mut confusion = *off_diagonal;
+        for d in [0, 5, 10, 15] {
+            confusion[d] = 5;
+        }
+        let dir = tmp.path().join(format!("r{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("report.json"),
+            diagnostic_report([0.5; 4], confusion, *cvc, None),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("eval-last-early-stopped-pgd-50.json"),
+            diagnostic_report([0.4; 4], confusion, *cvc, Some(*steps))
+                .replace(PGD, "early-stopped-pgd-50 ce tau 0 Original"),
+        )
+        .unwrap();
+        inputs.push(RunInput {
+            dir,
+            group: (*group).into(),
+            seed: Some(i as u64),
+        });
+    }
+    let results = read(inputs);
+    let c = Comparison::new(&results, None).unwrap();
+    let steps = ClassDiagnostic::new(&c, "last", c.primary_key("last"), &ATTACK_STEPS).unwrap();
+    assert!(steps.selection.key.attack.starts_with("early-stopped"));
+    let (header, rows) = csv(&steps.tables()[0]);
+    assert_eq!(header, "method,class,name,steps,std,target_share,std,n");
+    // base, class 0: steps 30 and 10 → 20 ± √200.
+    close(num(&rows[0][3]), 20.0);
+    close(num(&rows[0][4]), 200f64.sqrt());
+    // Seed 0's off-diagonal column sums: [0, 5, 2, 3] of 10; seed 1's: [2, 0, 1, 1] of 4.
+    close(num(&rows[0][5]), (0.0 + 0.5) / 2.0);
+    close(num(&rows[1][5]), (0.5 + 0.0) / 2.0);
+    close(num(&rows[2][5]), (0.2 + 0.25) / 2.0);
+    close(num(&rows[3][5]), (0.3 + 0.25) / 2.0);
+    // fair: one run, no std; [1, 1, 0, 0] of 2.
+    close(num(&rows[4][5]), 0.5);
+    close(num(&rows[4][6]), 0.0);
+
+    let cvc = ClassDiagnostic::new(&c, "last", c.primary_key("last"), &CVC).unwrap();
+    let (header, rows) = csv(&cvc.tables()[0]);
+    assert_eq!(header, "method,class,name,cvc,std,n");
+    close(num(&rows[1][3]), 0.03);
+    close(num(&rows[3][3]), 0.05);
+
+    // Without a flip-steps evaluation the figure names the command that makes one.
+    let plain = read(
+        results
+            .iter()
+            .map(|r| {
+                std::fs::remove_file(r.input.dir.join("eval-last-early-stopped-pgd-50.json"))
+                    .unwrap();
+                r.input.clone()
+            })
+            .collect(),
+    );
+    let c = Comparison::new(&plain, None).unwrap();
+    let e = ClassDiagnostic::new(&c, "last", None, &ATTACK_STEPS)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("flip-steps"), "{e}");
+    assert!(ClassDiagnostic::new(&c, "last", None, &CVC).is_ok());
 }

@@ -423,6 +423,15 @@ fn assert_the_rule_acts(r: &RunReport) {
         RuleConfig::ClassBeta(ref s) => {
             assert!(r.history.iter().all(|h| h.plan.beta == s.beta), "{label}");
         }
+        RuleConfig::ClassWeight(s) => {
+            assert!(
+                r.history.iter().all(|h| {
+                    let w = classwise_core::rule::class_weights(s, h.plan.eps.len()).unwrap();
+                    h.plan.natural_weight == w && h.plan.boundary_weight == w
+                }),
+                "{label}"
+            );
+        }
         RuleConfig::Wat(_) => {
             uniform_before(1);
             assert!(

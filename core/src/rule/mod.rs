@@ -17,13 +17,15 @@
 //! * [`Frl`]: FRL's reweighting and remargin multipliers (Xu et al. 2021);
 //! * [`Csl`]: cost-sensitive class weights from the validation robust errors (WAT's CSL
 //!   baseline, a reconstruction);
-//! * [`class_beta`]: a fixed β per class (Tian et al. 2021, eq. (5)).
+//! * [`class_beta`]: a fixed β per class (Tian et al. 2021, eq. (5));
+//! * [`class_weight`]: a fixed loss weight for one class (WAT §3.2, Fig. 3).
 //!
 //! Which rule fits which base objective is decided here, once, from [`RuleContext::base`]:
 //! a rule refuses a base its paper does not define it on, with a message naming both.
 
 mod cfa;
 mod class_beta;
+mod class_weight;
 mod csl;
 mod frl;
 mod uniform;
@@ -31,6 +33,7 @@ mod wat;
 
 pub use cfa::{Cfa, CfaSettings};
 pub use class_beta::{ClassBetaSettings, class_beta};
+pub use class_weight::{ClassWeightSettings, class_weight, class_weights};
 pub use csl::{Csl, CslSettings};
 pub use frl::{Frl, FrlSettings};
 pub use uniform::{Fixed, uniform};
@@ -43,7 +46,7 @@ use crate::plan::{ClassPlan, ClassStats, Needs};
 
 /// A class-wise rule (see the module docs).
 pub trait ClassRule: Send {
-    /// The rule's name (`uniform`, `cfa`, `wat`, `frl`, `csl`, `class-beta`).
+    /// The rule's name (`uniform`, `cfa`, `wat`, `frl`, `csl`, `class-beta`, `class-weight`).
     fn name(&self) -> &'static str;
     /// The plan of 0-based epoch `epoch`.
     fn plan(&mut self, epoch: usize) -> Result<ClassPlan>;
@@ -185,7 +188,7 @@ impl RuleContext {
 }
 
 /// The rule of a run and its settings, as written in a run configuration (`[rule]` with
-/// `kind = "uniform" | "cfa" | "wat" | "frl" | "csl" | "class-beta"`).
+/// `kind = "uniform" | "cfa" | "wat" | "frl" | "csl" | "class-beta" | "class-weight"`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum RuleConfig {
@@ -197,6 +200,7 @@ pub enum RuleConfig {
     Frl(FrlSettings),
     Csl(CslSettings),
     ClassBeta(ClassBetaSettings),
+    ClassWeight(ClassWeightSettings),
 }
 
 impl RuleConfig {
@@ -208,6 +212,7 @@ impl RuleConfig {
             RuleConfig::Frl(_) => "frl",
             RuleConfig::Csl(_) => "csl",
             RuleConfig::ClassBeta(_) => "class-beta",
+            RuleConfig::ClassWeight(_) => "class-weight",
         }
     }
 
@@ -221,6 +226,7 @@ impl RuleConfig {
             RuleConfig::Frl(s) => Box::new(Frl::new(*s, ctx)?),
             RuleConfig::Csl(s) => Box::new(Csl::new(*s, ctx)?),
             RuleConfig::ClassBeta(s) => Box::new(class_beta(s, ctx)?),
+            RuleConfig::ClassWeight(s) => Box::new(class_weight(*s, ctx)?),
         })
     }
 }

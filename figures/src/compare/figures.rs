@@ -5,21 +5,22 @@
 //! * [`Radar`]: the same per-class robust accuracies on a radar chart (WAT Figs. 4-6);
 //! * [`ErrorBars`]: robust error per class split into standard and boundary error (BAT Fig. 5);
 //! * [`Confusion`]: the row-normalised confusion matrix under attack of each method (Tian et al.
-//!   Fig. 2, BAT Fig. 3);
-//! * [`WorstOverEpochs`]: the worst class's robust accuracy at every epoch, of the raw model
-//!   and of its weight averages (CFA Fig. 4), and every class's (Tian et al. Fig. 1).
+//!   Fig. 2, BAT Fig. 3).
+//!
+//! The figures over the epochs are in [`epochs`](super::epochs), those against a swept
+//! parameter in [`param`](super::param).
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::load::{AttackKey, RunResults};
+use super::load::AttackKey;
 use super::stats::{Comparison, Stats};
 use crate::bars::{self, BarLayout, BarSeries};
 use crate::error::{Result, invalid};
 use crate::legend::{self, Entry};
 use crate::render::Figure;
-use crate::style::{self, Dash, DrawResult};
+use crate::style::{self, DrawResult};
 use crate::table::{Cell, Table};
 
 /// One method (group) of a figure: its name and statistics.
@@ -226,7 +227,7 @@ impl Figure for ClassBars {
     }
 }
 
-fn method_entries(methods: &[Method]) -> Vec<Entry> {
+pub(crate) fn method_entries(methods: &[Method]) -> Vec<Entry> {
     methods
         .iter()
         .enumerate()
@@ -693,170 +694,5 @@ impl Figure for Confusion {
             }
         }
         Ok(())
-    }
-}
-
-/// The worst class's robust test accuracy at every evaluated epoch of each method's first run:
-/// the raw model (solid) and its EMA (dashed) and FAWA (dotted) averages (CFA Fig. 4: the worst
-/// class fluctuates between epochs, FAWA smooths it).
-#[derive(Clone, Debug, PartialEq)]
-pub struct WorstOverEpochs {
-    /// (method, run directory, series): each series is (label, dash, 1-based epochs, values).
-    pub methods: Vec<(String, String, Vec<EpochSeries>)>,
-}
-
-/// One line of [`WorstOverEpochs`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct EpochSeries {
-    pub label: &'static str,
-    pub dash: Dash,
-    pub epochs: Vec<f64>,
-    pub worst: Vec<f64>,
-}
-
-impl WorstOverEpochs {
-    /// From the first run of each group that has `metrics.jsonl`; fails when none has.
-    pub fn new(c: &Comparison, runs: &[RunResults]) -> Result<Self> {
-        let mut methods = Vec::new();
-        for g in &c.groups {
-            let Some((run, log)) = runs
-                .iter()
-                .filter(|r| r.input.group == g.name)
-                .find_map(|r| r.log.as_ref().map(|l| (r, l)))
-            else {
-                continue;
-            };
-            let mut series = Vec::new();
-            type Pick = fn(&classwise_core::record::EpochRecord) -> Option<f64>;
-            let picks: [(&'static str, Dash, Pick); 3] = [
-                ("model", Dash::Solid, |e| {
-                    e.test.as_ref().map(|t| t.robust_worst)
-                }),
-                ("EMA", Dash::Dashed, |e| {
-                    e.ema_test.as_ref().map(|t| t.robust_worst)
-                }),
-                ("FAWA", Dash::Dotted, |e| {
-                    e.fawa_test.as_ref().map(|t| t.robust_worst)
-                }),
-            ];
-            for (label, dash, pick) in picks {
-                let (epochs, worst): (Vec<f64>, Vec<f64>) = log
-                    .epochs
-                    .iter()
-                    .filter_map(|e| pick(e).map(|v| ((e.epoch + 1) as f64, v)))
-                    .unzip();
-                if !epochs.is_empty() {
-                    series.push(EpochSeries {
-                        label,
-                        dash,
-                        epochs,
-                        worst,
-                    });
-                }
-            }
-            if !series.is_empty() {
-                methods.push((g.name.clone(), run.input.dir.display().to_string(), series));
-            }
-        }
-        if methods.is_empty() {
-            return Err(invalid(
-                "runs",
-                "no metrics.jsonl with test evaluations",
-                "run directories written by `classwise train`",
-            ));
-        }
-        Ok(WorstOverEpochs { methods })
-    }
-}
-
-const EPOCH_AXES: [&str; 2] = ["epoch", "worst-class robust accuracy (test subset)"];
-
-impl Figure for WorstOverEpochs {
-    fn id(&self) -> &'static str {
-        "compare-worst-over-epochs"
-    }
-
-    fn title(&self) -> String {
-        "Worst-class robust accuracy over the epochs: model and weight averages".into()
-    }
-
-    fn reproduces(&self) -> &'static str {
-        "CFA Fig. 4 (the worst class fluctuates from epoch to epoch; FAWA keeps it high) and the \
-         worst-class curve of Tian et al. Fig. 1"
-    }
-
-    fn look_at(&self) -> &'static str {
-        "How much the raw model's worst class jumps between consecutive epochs compared with \
-         its averages, and which method ends with the highest worst class."
-    }
-
-    fn size(&self) -> (u32, u32) {
-        style::WIDE
-    }
-
-    fn tables(&self) -> Vec<Table> {
-        let mut t = Table::new("", &["method", "run", "model", "epoch", "worst"]);
-        for (name, run, series) in &self.methods {
-            for s in series {
-                for (e, v) in s.epochs.iter().zip(&s.worst) {
-                    t.push(vec![
-                        Cell::from(name.as_str()),
-                        Cell::from(run.as_str()),
-                        Cell::from(s.label),
-                        Cell::from(*e as usize),
-                        Cell::from(*v),
-                    ])
-                    .expect("five cells");
-                }
-            }
-        }
-        vec![t]
-    }
-
-    fn axis_labels(&self) -> Vec<String> {
-        EPOCH_AXES.map(String::from).to_vec()
-    }
-
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        let (plot, strip) = legend::split(area, 1);
-        let all = || self.methods.iter().flat_map(|(_, _, s)| s);
-        let last = all()
-            .flat_map(|s| s.epochs.iter().copied())
-            .fold(1.0, f64::max);
-        let top = all()
-            .flat_map(|s| s.worst.iter().copied())
-            .fold(0.0, f64::max);
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(18)
-            .margin_right(34)
-            .x_label_area_size(70)
-            .y_label_area_size(95)
-            .caption(
-                "the first run of each method; evaluated on the run's per-epoch test subset",
-                style::caption_font(),
-            )
-            .build_cartesian_2d(0.0..last + 1.0, 0.0..((top + 0.05) * 10.0).ceil() / 10.0)?;
-        let [x_desc, y_desc] = EPOCH_AXES;
-        style::mesh_style(&mut chart, x_desc, y_desc)
-            .x_labels((last as usize + 2).min(22))
-            .x_label_formatter(&style::tick_whole)
-            .y_label_formatter(&style::tick_plain)
-            .draw()?;
-        let mut entries = Vec::new();
-        for (i, (name, _, series)) in self.methods.iter().enumerate() {
-            let color = style::color(i);
-            for s in series {
-                let pts: Vec<(f64, f64)> = s
-                    .epochs
-                    .iter()
-                    .copied()
-                    .zip(s.worst.iter().copied())
-                    .collect();
-                style::line(&mut chart, &pts, color, s.dash, "")?;
-                legend::markers(&mut chart, &pts, legend::Shape::Circle, color, 1.0, true)?;
-                entries.push(Entry::line(color, s.dash, format!("{name}: {}", s.label)));
-            }
-        }
-        legend::draw_rows(&strip, &[entries])
     }
 }

@@ -6,8 +6,11 @@
 //! seeds, with WAT's ρ against a baseline; [`tables`] writes them in the papers' table formats;
 //! [`figures`] draws the papers' class-wise figures.
 
+pub mod diagnostics;
+pub mod epochs;
 pub mod figures;
 pub mod load;
+pub mod param;
 pub mod stats;
 pub mod tables;
 
@@ -68,9 +71,29 @@ pub fn render_all(
             }
         }
     }
-    match figures::WorstOverEpochs::new(c, runs) {
+    if let Some(key) = c.primary_key(model) {
+        match param::ParamSweep::new(c, model, key) {
+            Ok(f) => rendered.push(render(&f, out)?),
+            Err(e) => skipped.push(format!("the accuracy against a swept parameter: {e}")),
+        }
+    }
+    for what in [&diagnostics::ATTACK_STEPS, &diagnostics::CVC] {
+        match diagnostics::ClassDiagnostic::new(c, model, c.primary_key(model), what) {
+            Ok(f) => rendered.push(render(&f, out)?),
+            Err(e) => skipped.push(format!("{}: {e}", what.id)),
+        }
+    }
+    match epochs::WorstOverEpochs::new(c, runs) {
         Ok(f) => rendered.push(render(&f, out)?),
         Err(e) => skipped.push(format!("the worst class over the epochs: {e}")),
+    }
+    match epochs::ClassesOverEpochs::new(c, runs) {
+        Ok(f) => rendered.push(render(&f, out)?),
+        Err(e) => skipped.push(format!("the classes over the epochs: {e}")),
+    }
+    match epochs::PlanOverEpochs::new(c, runs) {
+        Ok(f) => rendered.push(render(&f, out)?),
+        Err(e) => skipped.push(format!("the class-wise plan over the epochs: {e}")),
     }
     Ok((rendered, skipped))
 }

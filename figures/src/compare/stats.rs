@@ -46,6 +46,15 @@ pub struct RunMetrics {
     pub robust_per_class: Vec<f64>,
     /// Row-normalised confusion under attack (fractions; rows: true classes), when logged.
     pub confusion: Option<Vec<Vec<f64>>>,
+    /// Per class, its share of the misclassified adversarial examples' predictions: the
+    /// off-diagonal column sums of the confusion counts over their total (BAT Fig. 2b, the
+    /// target-class distribution), when the counts are logged and some image was misclassified.
+    pub target_share: Option<Vec<f64>>,
+    /// Tian et al.'s CVC per class (Def. 5.1), when the report has it.
+    pub cvc: Option<Vec<f64>>,
+    /// Mean attack steps to the first misclassification per class (BAT Fig. 2b), and the
+    /// attack's step count, in reports of `classwise eval --attack flip-steps`.
+    pub flip_steps: Option<(Vec<f64>, usize)>,
 }
 
 impl RunMetrics {
@@ -79,6 +88,20 @@ impl RunMetrics {
             ),
             None => None,
         };
+        let target_share = match &r.confusion_under_attack {
+            Some(c) => {
+                let k = c.n_classes;
+                let mut share = vec![0.0; k];
+                for (i, &n) in c.counts.iter().enumerate() {
+                    if i / k != i % k {
+                        share[i % k] += n as f64;
+                    }
+                }
+                let total: f64 = share.iter().sum();
+                (total > 0.0).then(|| share.iter().map(|v| v / total).collect())
+            }
+            None => None,
+        };
         Ok(RunMetrics {
             clean_avg: r.clean.average(),
             clean_worst: clean.worst().value,
@@ -98,6 +121,12 @@ impl RunMetrics {
             clean_per_class: clean.per_class().to_vec(),
             robust_per_class: robust.per_class().to_vec(),
             confusion,
+            target_share,
+            cvc: r.cvc.clone(),
+            flip_steps: r
+                .steps_to_flip
+                .as_ref()
+                .map(|s| (s.mean.clone(), s.max_steps)),
         })
     }
 }
@@ -144,6 +173,13 @@ pub struct Stats {
     pub robust_per_class: Vec<MeanStd>,
     /// The mean of the runs' row-normalised confusion matrices (all runs logged one).
     pub confusion: Option<Vec<Vec<f64>>>,
+    /// Per class over the runs (when every run has it): the target-class share, the CVC and
+    /// the mean attack steps to misclassification ([`RunMetrics`]).
+    pub target_share: Option<Vec<MeanStd>>,
+    pub cvc: Option<Vec<MeanStd>>,
+    pub flip_steps: Option<Vec<MeanStd>>,
+    /// The step count of the attack that counted `flip_steps`.
+    pub max_steps: Option<usize>,
     /// Against the baseline group's same model and evaluation (`None` without a baseline or
     /// when the baseline lacks that evaluation; a side is `None` when the baseline's accuracy
     /// is 0, a denominator of eq. (7)).
@@ -375,6 +411,20 @@ fn summarise(
                 })
                 .collect()
         });
+    // A per-class list every run has, summarised class by class.
+    let per_class_of = |f: &dyn Fn(&RunMetrics) -> Option<&Vec<f64>>| -> Option<Vec<MeanStd>> {
+        let all = per_run.iter().map(f).collect::<Option<Vec<_>>>()?;
+        (0..k)
+            .map(|c| MeanStd::of(&all.iter().map(|v| v[c]).collect::<Vec<_>>()))
+            .collect()
+    };
+    let target_share = per_class_of(&|m| m.target_share.as_ref());
+    let cvc = per_class_of(&|m| m.cvc.as_ref());
+    let flip_steps = per_class_of(&|m| m.flip_steps.as_ref().map(|(v, _)| v));
+    let max_steps = per_run
+        .iter()
+        .filter_map(|m| m.flip_steps.as_ref().map(|(_, k)| *k))
+        .max();
     Stats {
         model: model.to_owned(),
         key: key.clone(),
@@ -389,6 +439,10 @@ fn summarise(
         clean_per_class: (0..k).map(|c| over(&|m| m.clean_per_class[c])).collect(),
         robust_per_class: (0..k).map(|c| over(&|m| m.robust_per_class[c])).collect(),
         confusion,
+        target_share,
+        cvc,
+        flip_steps,
+        max_steps,
         rho: None,
         per_run,
     }

@@ -6,15 +6,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::log::RunLog;
+use crate::classes::ClassLines;
 use crate::error::{Result, invalid};
 use crate::legend::{self, Entry};
 use crate::render::Figure;
 use crate::style::{self, Dash, DrawResult};
 use crate::table::{Cell, Table};
-
-/// At most this many classes get a coloured line and a legend entry each; more are drawn as a
-/// grey band of thin lines.
-pub const MAX_NAMED: usize = 10;
 
 const AXES: [&str; 3] = [
     "epoch",
@@ -89,33 +86,94 @@ impl RunCurves {
         Ok(c)
     }
 
-    fn named(&self) -> bool {
-        self.class_names.len() <= MAX_NAMED
+    fn lines(&self) -> ClassLines {
+        ClassLines::new(self.class_names.len())
     }
 
-    /// The line of class `c`: in its colour, or thin and translucent in the grey band of many
-    /// classes.
-    fn class_line<'a, DB: DrawingBackend + 'a>(
+    /// Panel (a): each class's robust test accuracy over the epochs, the band between the best
+    /// and the worst class (Tian et al. Fig. 1 shades it), the average, the worst class and the
+    /// averaged model's average.
+    pub(crate) fn draw_test_panel<DB: DrawingBackend>(
         &self,
-        chart: &mut style::Chart<'a, DB>,
-        pts: &[(f64, f64)],
-        c: usize,
+        area: &DrawingArea<DB, Shift>,
+        caption: &str,
     ) -> DrawResult<(), DB> {
-        if self.named() {
-            style::line(chart, pts, self.class_color(c), Dash::Solid, "")
-        } else {
-            let thin = self.class_color(c).mix(0.45).stroke_width(1);
-            chart.draw_series(LineSeries::new(pts.to_vec(), thin))?;
-            Ok(())
+        let last = self.epochs.last().copied().unwrap_or(1.0);
+        let [x_desc, test_desc, _] = AXES;
+        let mut a = style::chart(area, caption, 0.5..last + 0.5, 0.0..1.0)?;
+        style::mesh_with(
+            &mut a,
+            x_desc,
+            test_desc,
+            &style::tick_whole,
+            &style::tick_plain,
+        )?;
+        let best: Vec<f64> = (0..self.test_epochs.len())
+            .map(|i| {
+                self.test_robust
+                    .iter()
+                    .map(|s| s[i])
+                    .fold(f64::NEG_INFINITY, f64::max)
+            })
+            .collect();
+        let mut band = points(&self.test_epochs, &best);
+        band.extend(
+            points(&self.test_epochs, &self.test_worst)
+                .into_iter()
+                .rev(),
+        );
+        a.draw_series(std::iter::once(Polygon::new(
+            band,
+            style::tint(style::REFERENCE, 0.15).filled(),
+        )))?;
+        for (c, series) in self.test_robust.iter().enumerate() {
+            self.lines()
+                .draw(&mut a, &points(&self.test_epochs, series), c)?;
         }
+        style::line(
+            &mut a,
+            &points(&self.test_epochs, &self.test_avg),
+            BLACK,
+            Dash::Solid,
+            "",
+        )?;
+        style::line(
+            &mut a,
+            &points(&self.test_epochs, &self.test_worst),
+            BLACK,
+            Dash::Dotted,
+            "",
+        )?;
+        if !self.ema_epochs.is_empty() {
+            style::line(
+                &mut a,
+                &points(&self.ema_epochs, &self.ema_avg),
+                BLACK,
+                Dash::Dashed,
+                "",
+            )?;
+        }
+        Ok(())
     }
 
-    fn class_color(&self, k: usize) -> RGBColor {
-        if self.named() {
-            style::CATEGORY10[k % style::CATEGORY10.len()]
-        } else {
-            RGBColor(170, 170, 170)
+    /// The legend's summary row of [`RunCurves::draw_test_panel`].
+    pub(crate) fn summary_entries(&self) -> Vec<Entry> {
+        let mut summary = vec![
+            Entry::line(BLACK, Dash::Solid, "average"),
+            Entry::line(BLACK, Dash::Dotted, "worst class"),
+            Entry::boxed(
+                style::tint(style::REFERENCE, 0.15),
+                "gap between the best and the worst class",
+            ),
+        ];
+        if !self.ema_epochs.is_empty() {
+            summary.push(Entry::line(
+                BLACK,
+                Dash::Dashed,
+                "average, weight-averaged model",
+            ));
         }
+        summary
     }
 }
 
@@ -200,63 +258,19 @@ impl Figure for RunCurves {
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        let rows = if self.named() { 3 } else { 1 };
-        let (plot, strip) = legend::split(area, rows);
+        let (plot, strip) = legend::split(area, self.lines().legend_rows());
         let panels = plot.split_evenly((1, 2));
-        let last = self.epochs.last().copied().unwrap_or(1.0);
-        let x = 0.5..last + 0.5;
-        let [x_desc, test_desc, train_desc] = AXES;
-
         let caption = match self.test_per_class {
             Some(n) => format!("(a) test subset of {n} images per class"),
             None => "(a) test set, each class and the average".to_owned(),
         };
-        let mut a = style::chart(&panels[0], &caption, x.clone(), 0.0..1.0)?;
-        style::mesh_with(
-            &mut a,
-            x_desc,
-            test_desc,
-            &style::tick_whole,
-            &style::tick_plain,
-        )?;
-        for (c, series) in self.test_robust.iter().enumerate() {
-            let pts = points(&self.test_epochs, series);
-            self.class_line(&mut a, &pts, c)?;
-            if self.named() {
-                a.draw_series(
-                    pts.iter()
-                        .map(|&p| Circle::new(p, 4, self.class_color(c).filled())),
-                )?;
-            }
-        }
-        style::line(
-            &mut a,
-            &points(&self.test_epochs, &self.test_avg),
-            BLACK,
-            Dash::Solid,
-            "",
-        )?;
-        style::line(
-            &mut a,
-            &points(&self.test_epochs, &self.test_worst),
-            BLACK,
-            Dash::Dotted,
-            "",
-        )?;
-        if !self.ema_epochs.is_empty() {
-            style::line(
-                &mut a,
-                &points(&self.ema_epochs, &self.ema_avg),
-                BLACK,
-                Dash::Dashed,
-                "",
-            )?;
-        }
-
+        self.draw_test_panel(&panels[0], &caption)?;
+        let last = self.epochs.last().copied().unwrap_or(1.0);
+        let [x_desc, _, train_desc] = AXES;
         let mut b = style::chart(
             &panels[1],
             "(b) t_k on the training adversarial examples",
-            x,
+            0.5..last + 0.5,
             0.0..1.0,
         )?;
         style::mesh_with(
@@ -267,42 +281,10 @@ impl Figure for RunCurves {
             &style::tick_plain,
         )?;
         for (c, series) in self.train_robust.iter().enumerate() {
-            self.class_line(&mut b, &points(&self.epochs, series), c)?;
+            self.lines()
+                .draw(&mut b, &points(&self.epochs, series), c)?;
         }
-
-        let mut summary = vec![
-            Entry::line(BLACK, Dash::Solid, "average"),
-            Entry::line(BLACK, Dash::Dotted, "worst class"),
-        ];
-        if !self.ema_epochs.is_empty() {
-            summary.push(Entry::line(
-                BLACK,
-                Dash::Dashed,
-                "average, weight-averaged model",
-            ));
-        }
-        if self.named() {
-            let classes: Vec<Entry> = self
-                .class_names
-                .iter()
-                .enumerate()
-                .map(|(c, n)| Entry::line(self.class_color(c), Dash::Solid, format!("{c} {n}")))
-                .collect();
-            let half = classes.len().div_ceil(2);
-            legend::draw_rows(
-                &strip,
-                &[classes[..half].to_vec(), classes[half..].to_vec(), summary],
-            )
-        } else {
-            summary.insert(
-                0,
-                Entry::line(
-                    RGBColor(170, 170, 170),
-                    Dash::Solid,
-                    format!("each of the {} classes", self.class_names.len()),
-                ),
-            );
-            legend::draw_rows(&strip, &[summary])
-        }
+        self.lines()
+            .legend(&strip, &self.class_names, self.summary_entries())
     }
 }

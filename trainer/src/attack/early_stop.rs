@@ -23,7 +23,7 @@ use tch::{Kind, Tensor};
 
 use super::loss::AttackLoss;
 use super::pgd::{Ascent, Start, StepSize, validate_common};
-use super::{Attack, AttackInput, project, row_shape};
+use super::{Attack, AttackInput, StepCounts, project, row_shape};
 use crate::error::{Result, invalid};
 use crate::model::Classifier;
 
@@ -89,6 +89,21 @@ impl EarlyStoppedPgd {
             step: StepSize::Absolute(step),
             start: Start::Normal { std: 0.001 },
             loss: AttackLoss::TradesKl,
+            tau: 0,
+            variant: EarlyStopVariant::Original,
+            step_noise: 0.0,
+        }
+    }
+
+    /// The attack that counts BAT's source-class steps (BAT §3, Fig. 2: untargeted PGD of many
+    /// small steps, 1000 of 0.4/255 at ε = 8/255): PGD on CE from a uniform start that stops each
+    /// sample at its first misclassification, so that its steps taken are the steps it needed.
+    pub fn steps_to_flip(steps: usize, step: f64) -> Self {
+        EarlyStoppedPgd {
+            steps,
+            step: StepSize::Absolute(step),
+            start: Start::Uniform,
+            loss: AttackLoss::CrossEntropy,
             tau: 0,
             variant: EarlyStopVariant::Original,
             step_noise: 0.0,
@@ -190,5 +205,22 @@ impl Attack for EarlyStoppedPgd {
 
     fn perturb(&self, model: &dyn Classifier, input: &AttackInput<'_>) -> Result<Tensor> {
         Ok(self.run(model, input)?.x_adv)
+    }
+
+    /// With τ = 0 and the original rule a sample stops at its first misclassification, so its
+    /// steps taken are the steps it needed; with τ > 0 they include the extra steps.
+    fn perturb_with_steps(
+        &self,
+        model: &dyn Classifier,
+        input: &AttackInput<'_>,
+    ) -> Result<(Tensor, Option<StepCounts>)> {
+        let r = self.run(model, input)?;
+        Ok((
+            r.x_adv,
+            Some(StepCounts {
+                taken: r.steps_taken,
+                max: self.steps,
+            }),
+        ))
     }
 }

@@ -142,6 +142,26 @@ pub trait Attack {
     ) -> Result<(Tensor, Vec<String>)> {
         Ok((self.perturb(model, input)?, Vec::new()))
     }
+
+    /// x' and, for an attack that checks the prediction before each step, the ascent steps each
+    /// sample took before it was first misclassified: the "attack steps" of BAT §3, Fig. 2.
+    /// `None` by default.
+    fn perturb_with_steps(
+        &self,
+        model: &dyn Classifier,
+        input: &AttackInput<'_>,
+    ) -> Result<(Tensor, Option<StepCounts>)> {
+        Ok((self.perturb(model, input)?, None))
+    }
+}
+
+/// The ascent steps each sample of a batch took ([`Attack::perturb_with_steps`]).
+#[derive(Debug)]
+pub struct StepCounts {
+    /// int64, [N]: `max` for a sample never misclassified.
+    pub taken: Tensor,
+    /// The attack's step count K.
+    pub max: usize,
 }
 
 /// Checks shapes and ranges of an attack's input: x has N rows with values in [0, 1], y is a

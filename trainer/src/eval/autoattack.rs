@@ -549,6 +549,8 @@ impl Cascade<'_> {
                 .collect(),
             robust_ok: state.robust.clone(),
             robust_pred: state.adv_pred.iter().map(|&p| p as usize).collect(),
+            clean_probs: None,
+            steps: None,
         };
         let names: Vec<&str> = self.steps.iter().map(|s| s.name.as_str()).collect();
         let evaluation = summarize(

@@ -20,7 +20,7 @@ use tch::{Device, Kind, Tensor};
 pub mod autoattack;
 pub mod protocol;
 
-use crate::attack::{Attack, AttackInput, Budget};
+use crate::attack::{Attack, AttackInput, Budget, StepCounts};
 use crate::error::{Result, TrainerError, invalid};
 use crate::model::Classifier;
 
@@ -104,7 +104,55 @@ pub struct Evaluation {
     pub errors: ClassErrors,
     /// Rows: true classes; columns: predictions on the adversarial examples.
     pub confusion_under_attack: ConfusionMatrix,
+    /// The class-wise variance of confidence of Tian et al. Def. 5.1 (their Fig. 3a, Table 2):
+    /// per class, the mean over its test images of the variance of the softmax vector on the
+    /// clean image (absent from AutoAttack's reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cvc: Option<Vec<f64>>,
+    /// The attack steps each class needed (BAT §3, Fig. 2), for attacks that stop a sample at
+    /// its first misclassification (`classwise eval --attack flip-steps`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps_to_flip: Option<FlipSteps>,
     pub warnings: Vec<String>,
+}
+
+/// Per class, how many ascent steps the attack needed to misclassify an image (BAT §3, the
+/// "source-class" measure of Fig. 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlipSteps {
+    /// The attack's step count K.
+    pub max_steps: usize,
+    /// The mean over the class's images of the steps taken: 0 for an image misclassified at
+    /// the random start, K for one never misclassified within K steps (so a lower bound of the
+    /// mean when `flipped` < 1).
+    pub mean: Vec<f64>,
+    /// The fraction of the class's images misclassified within K steps.
+    pub flipped: Vec<f64>,
+}
+
+impl FlipSteps {
+    /// From each sample's steps taken, label and final misclassification.
+    fn of(steps: &[usize], labels: &[usize], wrong: &[bool], k: usize, max: usize) -> Self {
+        let mut sum = vec![0.0; k];
+        let mut flipped = vec![0.0; k];
+        let mut n = vec![0.0; k];
+        for ((&s, &y), &w) in steps.iter().zip(labels).zip(wrong) {
+            sum[y] += s as f64;
+            flipped[y] += f64::from(u8::from(w));
+            n[y] += 1.0;
+        }
+        let per = |v: Vec<f64>| {
+            v.iter()
+                .zip(&n)
+                .map(|(x, n)| if *n > 0.0 { x / n } else { 0.0 })
+                .collect()
+        };
+        FlipSteps {
+            max_steps: max,
+            mean: per(sum),
+            flipped: per(flipped),
+        }
+    }
 }
 
 /// x' from `attack` at the same budget ε for every sample, the model in eval mode.
@@ -115,6 +163,18 @@ fn perturb_uniform(
     y: &Tensor,
     eps: f64,
 ) -> Result<Tensor> {
+    Ok(perturb_uniform_steps(model, attack, x, y, eps)?.0)
+}
+
+/// [`perturb_uniform`] with the steps each sample took, when the attack counts them
+/// ([`Attack::perturb_with_steps`]).
+fn perturb_uniform_steps(
+    model: &dyn Classifier,
+    attack: &dyn Attack,
+    x: &Tensor,
+    y: &Tensor,
+    eps: f64,
+) -> Result<(Tensor, Option<StepCounts>)> {
     let budget = Budget::uniform(eps, x.size()[0], x.device())?;
     let input = AttackInput {
         x,
@@ -122,7 +182,7 @@ fn perturb_uniform(
         eps: &budget,
         train: false,
     };
-    attack.perturb(model, &input)
+    attack.perturb_with_steps(model, &input)
 }
 
 /// Evaluates `model` in eval mode on `batches` of (images in [0, 1], labels) against `attack` at
@@ -142,6 +202,7 @@ pub fn evaluate(
     }
     let (mut labels, mut clean_ok, mut robust_ok, mut robust_pred) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut probs, mut steps) = (Vec::new(), Some((Vec::new(), 0)));
     let mut warnings = Vec::new();
     for (i, batch) in batches.into_iter().enumerate() {
         let (x, y) = batch?;
@@ -149,13 +210,27 @@ pub fn evaluate(
         if i == 0 {
             warnings.extend(first_batch_checks(model, &x));
         }
-        let x_adv = perturb_uniform(model, attack, &x, &y, eps)?;
-        let (clean_pred, adv_pred) = tch::no_grad(|| {
+        let (x_adv, taken) = perturb_uniform_steps(model, attack, &x, &y, eps)?;
+        steps = match (steps, taken) {
+            (Some((mut all, _)), Some(t)) => {
+                all.extend(to_usize(&t.taken)?);
+                Some((all, t.max))
+            }
+            _ => None,
+        };
+        let (clean_logits, adv_pred) = tch::no_grad(|| {
             (
-                model.forward_t(&x, false).argmax(-1, false),
+                model.forward_t(&x, false),
                 model.forward_t(&x_adv, false).argmax(-1, false),
             )
         });
+        let clean_pred = clean_logits.argmax(-1, false);
+        probs.extend(Vec::<f64>::try_from(
+            &clean_logits
+                .softmax(-1, Kind::Double)
+                .to_device(Device::Cpu)
+                .reshape([-1]),
+        )?);
         let recomputed = tch::no_grad(|| predict_in_halves(model, &x_adv));
         let mismatches = i64::try_from(adv_pred.ne_tensor(&recomputed).sum(Kind::Int64))?;
         if mismatches != 0 {
@@ -193,6 +268,8 @@ pub fn evaluate(
             clean_ok,
             robust_ok,
             robust_pred,
+            clean_probs: Some(probs),
+            steps,
         },
         warnings,
     )
@@ -205,6 +282,11 @@ pub(crate) struct Outcomes {
     pub robust_ok: Vec<bool>,
     /// Predictions on the adversarial examples.
     pub robust_pred: Vec<usize>,
+    /// The softmax of each clean image, row-major (for the CVC), when the evaluation has them.
+    pub clean_probs: Option<Vec<f64>>,
+    /// The ascent steps each sample took and the attack's step count, when the attack counts
+    /// them.
+    pub steps: Option<(Vec<usize>, usize)>,
 }
 
 /// The class-wise report of per-sample outcomes.
@@ -233,6 +315,19 @@ pub(crate) fn summarize(
         robust: robust.summary(),
         errors: class_errors(&o.clean_ok, &o.robust_ok, &o.labels, k)?,
         confusion_under_attack: ConfusionMatrix::from_predictions(&o.robust_pred, &o.labels, k)?,
+        cvc: match &o.clean_probs {
+            Some(p) => Some(classwise_theory::metrics::cvc(p, &o.labels, k)?),
+            None => None,
+        },
+        steps_to_flip: o.steps.as_ref().map(|(steps, max)| {
+            let wrong: Vec<bool> = o
+                .robust_pred
+                .iter()
+                .zip(&o.labels)
+                .map(|(p, y)| p != y)
+                .collect();
+            FlipSteps::of(steps, &o.labels, &wrong, k, *max)
+        }),
         warnings,
     })
 }

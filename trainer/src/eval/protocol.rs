@@ -20,7 +20,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use tch::Device;
+use tch::{Device, Kind};
 
 use super::autoattack::{
     AaAttack, AutoAttackReport, AutoAttackSpec, Cascade, Version, clean_logits,
@@ -307,8 +307,14 @@ fn natural(
     batch_size: usize,
     device: Device,
 ) -> Result<Evaluation> {
-    let pred: Vec<i64> =
-        Vec::try_from(&clean_logits(model, data, batch_size, device)?.argmax(-1, false))?;
+    let logits = clean_logits(model, data, batch_size, device)?;
+    let pred: Vec<i64> = Vec::try_from(&logits.argmax(-1, false))?;
+    let probs: Vec<f64> = Vec::try_from(
+        &logits
+            .softmax(-1, Kind::Double)
+            .to_device(Device::Cpu)
+            .reshape([-1]),
+    )?;
     let labels = data.label_slice();
     let ok: Vec<bool> = pred.iter().zip(labels).map(|(p, l)| p == l).collect();
     summarize(
@@ -321,6 +327,8 @@ fn natural(
             clean_ok: ok.clone(),
             robust_ok: ok,
             robust_pred: pred.iter().map(|&p| p as usize).collect(),
+            clean_probs: Some(probs),
+            steps: None,
         },
         Vec::new(),
     )

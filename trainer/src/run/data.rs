@@ -111,11 +111,22 @@ pub fn evaluate_on(
     config: &RunConfig,
     device: Device,
 ) -> Result<Evaluation> {
+    evaluate_with(model, data, config, &config.eval.attack, device)
+}
+
+/// Evaluates `model` on `data` with `attack` at the run's evaluation ε and robust counting.
+pub fn evaluate_with(
+    model: &Model,
+    data: &Dataset,
+    config: &RunConfig,
+    attack: &dyn crate::attack::Attack,
+    device: Device,
+) -> Result<Evaluation> {
     evaluate(
         model,
         batches(data, config.batch_size, device),
         data.class_names(),
-        &config.eval.attack,
+        attack,
         config.eval.eps.value,
         config.eval.robust_counting,
         device,

@@ -51,7 +51,7 @@ use classwise_core::select::Selector;
 use serde::Serialize;
 
 pub use config::{BestSplit, DeviceChoice, Eps, RunConfig};
-pub use data::{evaluate_on, head_per_class, head_per_class_indices};
+pub use data::{evaluate_on, evaluate_with, head_per_class, head_per_class_indices};
 pub use dir::{Best, BuildInfo, MidEpoch, RunDir, RunProgress, RunState};
 pub use log::split_record;
 pub use seeds::report_seed;

@@ -319,6 +319,25 @@ impl SweepSpec {
                 }
             }
         }
+        // Runs of one group and seed would be averaged as one method's seeds: two presets of
+        // the same file name must be told apart by variants.
+        for (i, p) in pending.iter().enumerate() {
+            if let Some(q) = pending[..i]
+                .iter()
+                .find(|q| q.group == p.group && q.seed == p.seed)
+            {
+                return Err(invalid(
+                    spec_path.display().to_string(),
+                    format!(
+                        "presets {} and {} both in group `{}`",
+                        q.preset.file().display(),
+                        p.preset.file().display(),
+                        p.group
+                    ),
+                    "presets with different file names (a group is the preset's file name, the                      variant and the grid point; put settings that tell two runs of one file                      apart in [[variant]]s)",
+                ));
+            }
+        }
         // The runs each run's `{run:GROUP}` references name: the same seed, variant and grid
         // point in the named preset's group.
         let mut deps: Vec<Vec<(String, usize)>> = Vec::with_capacity(pending.len());
