@@ -304,14 +304,18 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let model = load_eval_model(dir, &a.checkpoint, device, format)?;
     let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
     let (test, _) = test_subset(a, &config, &test_full)?;
-    let flip = EarlyStoppedPgd::steps_to_flip(steps, step);
-    if matches!(a.attack, Some(AttackKind::FlipSteps)) {
-        flip.validate()
-            .map_err(|e| anyhow::anyhow!("{e}").context("--steps or --step"))?;
-    }
-    let report = classwise_trainer::seed::seeded(run::report_seed(&config), || match a.attack {
-        Some(AttackKind::FlipSteps) => run::evaluate_with(&model, &test, &config, &flip, device),
-        _ => run::evaluate_on(&model, &test, &config, device),
+    let flip = match a.attack {
+        Some(AttackKind::FlipSteps) => {
+            let flip = EarlyStoppedPgd::steps_to_flip(steps, step);
+            flip.validate()
+                .map_err(|e| anyhow::anyhow!("{e}").context("--steps or --step"))?;
+            Some(flip)
+        }
+        _ => None,
+    };
+    let report = classwise_trainer::seed::seeded(run::report_seed(&config), || match &flip {
+        Some(f) => run::evaluate_with(&model, &test, &config, f, device),
+        None => run::evaluate_on(&model, &test, &config, device),
     })?;
     let stem = eval_file_stem(a, &report.attack, &config.eval);
     let (json, md) = free_paths(&dir.0, &stem);

@@ -56,12 +56,17 @@ impl ClassLines {
         }
     }
 
-    /// The legend rows a strip needs: two rows of classes and `summary`, or one row.
-    pub fn legend_rows(self) -> usize {
-        if self.named() { 3 } else { 1 }
+    /// The legend rows a strip needs: two rows of classes and the summary row when there is
+    /// one, or one row (the grey entry joins the summary).
+    pub fn legend_rows(self, summary: bool) -> usize {
+        if self.named() {
+            2 + usize::from(summary)
+        } else {
+            1
+        }
     }
 
-    /// The classes (two rows, or one grey entry) followed by the `summary` row.
+    /// The classes (two rows, or one grey entry) followed by the `summary` row, if any.
     pub fn legend<DB: DrawingBackend>(
         self,
         strip: &DrawingArea<DB, Shift>,
@@ -75,10 +80,11 @@ impl ClassLines {
                 .map(|(c, n)| Entry::line(self.color(c), Dash::Solid, format!("{c} {n}")))
                 .collect();
             let half = classes.len().div_ceil(2);
-            legend::draw_rows(
-                strip,
-                &[classes[..half].to_vec(), classes[half..].to_vec(), summary],
-            )
+            let mut rows = vec![classes[..half].to_vec(), classes[half..].to_vec()];
+            if !summary.is_empty() {
+                rows.push(summary);
+            }
+            legend::draw_rows(strip, &rows)
         } else {
             summary.insert(
                 0,

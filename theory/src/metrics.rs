@@ -753,6 +753,20 @@ impl ConfusionMatrix {
             .collect()
     }
 
+    /// The target-class distribution of BAT §3 (Fig. 2b): each class's share of the
+    /// misclassified predictions, the column sums of [`ConfusionMatrix::misclassified`] over
+    /// their total; `None` when nothing was misclassified.
+    pub fn target_shares(&self) -> Option<Vec<f64>> {
+        let mut share = vec![0.0; self.n_classes];
+        for row in self.misclassified() {
+            for (s, n) in share.iter_mut().zip(row) {
+                *s += n as f64;
+            }
+        }
+        let total: f64 = share.iter().sum();
+        (total > 0.0).then(|| share.iter().map(|v| v / total).collect())
+    }
+
     /// The diagonal as class-wise accuracy.
     pub fn class_accuracy(&self) -> Result<ClassAccuracy> {
         let correct: Vec<u64> = (0..self.n_classes)

@@ -405,6 +405,13 @@ fn confusion_matrix_small() {
     assert_abs_diff_eq!(pct[0][0], 50.0, epsilon = 1e-12);
     assert_abs_diff_eq!(pct[1][1], 200.0 / 3.0, epsilon = 1e-12);
     assert_eq!(cm.misclassified(), vec![vec![0, 1], vec![1, 0]]);
+    // One image of each class misclassified into the other: the targets are split evenly.
+    assert_eq!(cm.target_shares(), Some(vec![0.5, 0.5]));
+    // 3 classes, off-diagonal column sums [1, 3, 0] of 4; nothing misclassified is None.
+    let three = ConfusionMatrix::from_counts(3, vec![5, 2, 0, 1, 5, 0, 0, 1, 5]).unwrap();
+    assert_eq!(three.target_shares(), Some(vec![0.25, 0.75, 0.0]));
+    let none = ConfusionMatrix::from_counts(2, vec![3, 0, 0, 3]).unwrap();
+    assert_eq!(none.target_shares(), None);
     let acc = cm.class_accuracy().unwrap();
     assert_abs_diff_eq!(acc.per_class()[0], 0.5, epsilon = 1e-15);
     assert_abs_diff_eq!(acc.per_class()[1], 2.0 / 3.0, epsilon = 1e-15);

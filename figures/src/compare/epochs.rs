@@ -284,7 +284,7 @@ impl Figure for ClassesOverEpochs {
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let first = &self.methods[0].2;
         let lines = ClassLines::new(first.class_names.len());
-        let (plot, strip) = legend::split(area, lines.legend_rows());
+        let (plot, strip) = legend::split(area, lines.legend_rows(true));
         let panels = plot.split_evenly(self.grid());
         for ((name, _, curves), panel) in self.methods.iter().zip(&panels) {
             curves.draw_test_panel(panel, name)?;
@@ -455,7 +455,7 @@ impl Figure for PlanOverEpochs {
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let lines = ClassLines::new(self.class_names.len());
-        let (plot, strip) = legend::split(area, lines.legend_rows());
+        let (plot, strip) = legend::split(area, lines.legend_rows(false));
         let panels = plot.split_evenly((self.methods.len(), self.parts.len()));
         for (r, m) in self.methods.iter().enumerate() {
             let last = m.epochs.last().copied().unwrap_or(1.0);

@@ -260,7 +260,7 @@ impl Figure for ParamSweep {
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let lines = ClassLines::new(self.class_names.len());
-        let (plot, strip) = legend::split(area, lines.legend_rows());
+        let (plot, strip) = legend::split(area, lines.legend_rows(true));
         // The evaluation, once, above the panels.
         let (subtitle, plot) = plot.split_vertically(40);
         let (w, h) = subtitle.dim_in_pixel();

@@ -71,10 +71,14 @@ impl RunMetrics {
         };
         let max = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::NEG_INFINITY, f64::max);
         let pairs = || clean.per_class().iter().zip(robust.per_class());
-        let confusion = match &r.confusion_under_attack {
-            Some(c) => Some(
-                c.matrix()?
-                    .row_normalized_percent()
+        let matrix = r
+            .confusion_under_attack
+            .as_ref()
+            .map(|c| c.matrix())
+            .transpose()?;
+        let confusion = match &matrix {
+            Some(m) => Some(
+                m.row_normalized_percent()
                     .map_err(|e| {
                         invalid(
                             format!("{what}: confusion_under_attack"),
@@ -88,20 +92,7 @@ impl RunMetrics {
             ),
             None => None,
         };
-        let target_share = match &r.confusion_under_attack {
-            Some(c) => {
-                let k = c.n_classes;
-                let mut share = vec![0.0; k];
-                for (i, &n) in c.counts.iter().enumerate() {
-                    if i / k != i % k {
-                        share[i % k] += n as f64;
-                    }
-                }
-                let total: f64 = share.iter().sum();
-                (total > 0.0).then(|| share.iter().map(|v| v / total).collect())
-            }
-            None => None,
-        };
+        let target_share = matrix.as_ref().and_then(|m| m.target_shares());
         Ok(RunMetrics {
             clean_avg: r.clean.average(),
             clean_worst: clean.worst().value,

@@ -258,7 +258,7 @@ impl Figure for RunCurves {
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        let (plot, strip) = legend::split(area, self.lines().legend_rows());
+        let (plot, strip) = legend::split(area, self.lines().legend_rows(true));
         let panels = plot.split_evenly((1, 2));
         let caption = match self.test_per_class {
             Some(n) => format!("(a) test subset of {n} images per class"),
