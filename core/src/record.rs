@@ -13,9 +13,16 @@
 //!   loss. The line grew during that version: `ema_test` came with the weight average, and
 //!   `train_seconds`, `train_images_per_second`, `eval_seconds` and `eps_warmup` replaced the
 //!   first lines' `images_per_second`.
-//! * Schema 2 ([`METRICS_SCHEMA`]): adds `schema`, `rule`, `fawa_test` and `averaging`; the plan
-//!   is a [`ClassPlan`] (separate weights of the natural and the boundary term, an optional
-//!   attack step). Later schema-2 lines add the optional `rule_state`.
+//! * Schema 2: adds `schema`, `rule`, `fawa_test` and `averaging`; the plan is a [`ClassPlan`]
+//!   (separate weights of the natural and the boundary term, an optional attack step). Later
+//!   schema-2 lines add the optional `rule_state`.
+//! * Schema 3 ([`METRICS_SCHEMA`]): adds the optional `train_attack_steps` (per class, the mean
+//!   steps of an early-stopped training attack, BAT Fig. 2b) and `train_confusion` (the
+//!   confusion counts of the training inputs, BAT Fig. 3, written when `[train]
+//!   log_confusion` asks for them).
+//!
+//! A schema-2 line reads as a schema-3 record without the two new fields: schema 2 never
+//! logged them.
 //!
 //! A schema-1 line is converted as follows: `rule` is `uniform` (the only rule then); the plan
 //! keeps ε_k and β_k and its w_k becomes both the natural and the boundary weight (a factor of
@@ -33,10 +40,10 @@ use crate::plan::ClassPlan;
 
 /// The version of the records written now, in every line as `schema`. Lines without `schema`
 /// are version 1 (see the [module docs](self)).
-pub const METRICS_SCHEMA: u32 = 2;
+pub const METRICS_SCHEMA: u32 = 3;
 
 /// The versions [`EpochRecord::parse`] reads.
-pub const READABLE_SCHEMAS: [u32; 2] = [1, 2];
+pub const READABLE_SCHEMAS: [u32; 3] = [1, 2, 3];
 
 /// Class-wise accuracies of one split (validation, test subset) at one epoch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,6 +105,18 @@ pub struct EpochRecord {
     /// t_k: class k's robust accuracy on the adversarial examples trained on, counted during
     /// the epoch (CFA §4.1).
     pub train_robust: Vec<f64>,
+    /// Per class: the mean number of ascent steps the training attack took on the class's
+    /// training images, for the early-stopped attacks (FAT, BAT) whose count varies per
+    /// sample (BAT Fig. 2b, "the average number of attack steps of source-class"); absent for
+    /// the other methods and before schema 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_attack_steps: Option<Vec<f64>>,
+    /// The confusion counts of the training inputs the epoch trained on (x' for the adversarial
+    /// methods; rows true classes, columns the predictions of the loss forward, before each
+    /// update; BAT Fig. 3): its diagonal over its row sums is `train_robust`. Written only when
+    /// `[train] log_confusion` is set (K² numbers per line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_confusion: Option<Vec<Vec<u64>>>,
     /// The epoch's plan (at the full ε during an ε warm-up).
     pub plan: ClassPlan,
     /// The class-wise rule's state after this epoch's observation
@@ -160,7 +179,14 @@ impl EpochRecord {
             1 => Ok(serde_json::from_str::<EpochV1>(line)
                 .map_err(record_error)?
                 .into_current()),
-            2 => serde_json::from_str(line).map_err(record_error),
+            2 | 3 => {
+                let record: EpochRecord = serde_json::from_str(line).map_err(record_error)?;
+                record.check_counts()?;
+                Ok(EpochRecord {
+                    schema: METRICS_SCHEMA,
+                    ..record
+                })
+            }
             _ => Err(CoreError::UnsupportedSchema {
                 schema,
                 readable: READABLE_SCHEMAS
@@ -170,6 +196,35 @@ impl EpochRecord {
                     .join(", "),
             }),
         }
+    }
+
+    /// Checks that the per-class fields added in schema 3 have one entry per class of
+    /// `train_robust` (a confusion matrix K rows of K counts).
+    fn check_counts(&self) -> Result<()> {
+        let k = self.train_robust.len();
+        let rows = self.train_confusion.iter().flatten().map(Vec::len);
+        let lengths = [
+            (
+                "train_attack_steps",
+                self.train_attack_steps.as_ref().map(Vec::len),
+            ),
+            (
+                "train_confusion",
+                self.train_confusion.as_ref().map(Vec::len),
+            ),
+        ]
+        .into_iter()
+        .chain(rows.map(|n| ("train_confusion row", Some(n))));
+        for (field, len) in lengths {
+            if let Some(len) = len.filter(|&len| len != k) {
+                return Err(invalid(
+                    format!("metrics.{field}"),
+                    format!("{len} entries in epoch {}", self.epoch),
+                    format!("{k}, one per class of train_robust"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The record as one line of JSON (without the newline), in schema [`METRICS_SCHEMA`]
@@ -185,6 +240,7 @@ impl EpochRecord {
                 format!("{METRICS_SCHEMA}, the schema of the records written now"),
             ));
         }
+        self.check_counts()?;
         let mut value = serde_json::to_value(self).map_err(|e| CoreError::Record {
             schema: Some(self.schema),
             message: e.to_string(),
@@ -289,6 +345,8 @@ impl EpochV1 {
             lr: self.lr,
             train_loss: self.train_loss,
             train_robust: self.train_robust,
+            train_attack_steps: None,
+            train_confusion: None,
             plan: ClassPlan {
                 eps: self.plan.eps,
                 beta: self.plan.beta,

@@ -1,6 +1,6 @@
 //! The records of `metrics.jsonl`: lines of schema 1 (written by hand here in the format of the
-//! trainer before `schema` existed) and 2 are read, a newer schema is refused by number, and a
-//! record written by `to_line` reads back the same.
+//! trainer before `schema` existed), 2 and 3 are read, a newer schema is refused by number, and
+//! a record written by `to_line` reads back the same.
 
 use classwise_core::CoreError;
 use classwise_core::record::{
@@ -54,6 +54,8 @@ fn schema_2_record() -> EpochRecord {
         lr: 0.01,
         train_loss: 0.9,
         train_robust: vec![0.6, 0.5, 0.2],
+        train_attack_steps: None,
+        train_confusion: None,
         plan: ClassPlan {
             eps: vec![0.11, 0.1, 0.07],
             beta: vec![6.0; 3],
@@ -134,24 +136,68 @@ fn schema_1_lines_are_converted_to_the_current_records() -> Result<()> {
 
 #[test]
 fn schema_2_lines_are_read_as_written() -> Result<()> {
+    // (as the current schema: schema 3 only added optional fields)
     assert_eq!(schema_of(&schema_2_line())?, 2);
     assert_eq!(EpochRecord::parse(&schema_2_line())?, schema_2_record());
     Ok(())
 }
 
+/// A schema-3 line of a BAT run that logs its training confusion: the schema-2 line with the
+/// mean attack steps and the confusion counts of the training inputs.
+fn schema_3_line() -> String {
+    schema_2_line().replace(r#""schema":2"#, r#""schema":3"#).replace(
+        r#""plan":"#,
+        r#""train_attack_steps":[4.5,3.0,0.25],"train_confusion":[[6,3,1],[2,5,3],[0,8,2]],"plan":"#,
+    )
+}
+
+#[test]
+fn schema_3_lines_carry_the_training_attack_steps_and_confusion() -> Result<()> {
+    assert_eq!(schema_of(&schema_3_line())?, 3);
+    let r = EpochRecord::parse(&schema_3_line())?;
+    assert_eq!(r.train_attack_steps, Some(vec![4.5, 3.0, 0.25]));
+    assert_eq!(
+        r.train_confusion,
+        Some(vec![vec![6, 3, 1], vec![2, 5, 3], vec![0, 8, 2]])
+    );
+    let line = r.to_line()?;
+    assert!(line.contains(r#""train_confusion":[[6,3,1],"#), "{line}");
+    assert_eq!(EpochRecord::parse(&line)?, r);
+    // A schema-2 line is read as the current schema, without the fields it never logged.
+    let old = EpochRecord::parse(&schema_2_line())?;
+    assert_eq!((old.schema, old.train_attack_steps.as_ref()), (3, None));
+    // One entry per class, a square matrix: else the field and the epoch are named.
+    for (bad, field) in [
+        ("[4.5,3.0]", "train_attack_steps"),
+        ("[[6,3,1],[2,5,3]]", "train_confusion"),
+        ("[[6,3,1],[2,5],[0,8,2]]", "train_confusion row"),
+    ] {
+        let line = match field {
+            "train_attack_steps" => schema_3_line().replace("[4.5,3.0,0.25]", bad),
+            _ => schema_3_line().replace("[[6,3,1],[2,5,3],[0,8,2]]", bad),
+        };
+        let err = EpochRecord::parse(&line).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("`metrics.{field}`")) && err.contains("epoch 7"),
+            "{err}"
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn a_newer_schema_is_refused_by_number() {
-    let line = schema_2_line().replace(r#""schema":2"#, r#""schema":3"#);
+    let line = schema_2_line().replace(r#""schema":2"#, r#""schema":4"#);
     let err = EpochRecord::parse(&line).unwrap_err();
     assert_eq!(
         err,
         CoreError::UnsupportedSchema {
-            schema: 3,
-            readable: "1, 2".to_owned()
+            schema: 4,
+            readable: "1, 2, 3".to_owned()
         }
     );
     let msg = err.to_string();
-    assert!(msg.contains("schema 3") && msg.contains("1, 2"), "{msg}");
+    assert!(msg.contains("schema 4") && msg.contains("1, 2, 3"), "{msg}");
     assert_eq!(READABLE_SCHEMAS.last(), Some(&METRICS_SCHEMA));
 }
 
@@ -192,7 +238,7 @@ fn malformed_lines_name_the_field_and_the_schema() {
 fn records_round_trip_through_a_line() -> Result<()> {
     let record = schema_2_record();
     let line = record.to_line()?;
-    assert!(line.starts_with(r#"{"schema":2,"#), "{line}");
+    assert!(line.starts_with(r#"{"schema":3,"#), "{line}");
     assert!(!line.contains('\n'));
     assert_eq!(EpochRecord::parse(&line)?, record);
     // Every f64 reads back to the same bits (serde_json's default parser can be one ulp off,

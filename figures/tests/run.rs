@@ -159,11 +159,11 @@ fn bad_run_files_are_errors_naming_file_and_line() {
     );
     // A line of a newer schema than this build reads.
     let dir = tmp.path().join("newer");
-    let newer = line(0, [0.1, 0.2, 0.3], None, None).replacen('{', r#"{"schema":3,"#, 1);
+    let newer = line(0, [0.1, 0.2, 0.3], None, None).replacen('{', r#"{"schema":4,"#, 1);
     write_run(&dir, &[newer], false);
     let err = RunLog::read(&dir).unwrap_err().to_string();
     assert!(
-        err.contains("metrics.jsonl line 1") && err.contains("schema 3"),
+        err.contains("metrics.jsonl line 1") && err.contains("schema 4"),
         "{err}"
     );
     // A line with another number of classes.

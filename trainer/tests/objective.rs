@@ -138,8 +138,23 @@ fn loss_of(
     });
     (
         out.loss.double_value(&[]),
-        Vec::<bool>::try_from(&out.correct).unwrap(),
+        Vec::<bool>::try_from(&out.predicted.eq_tensor(y)).unwrap(),
     )
+}
+
+/// The per-sample steps of the training attack that `method`'s loss reports.
+fn steps_of(
+    method: &Method,
+    model: &Fixed,
+    (x, y): (&Tensor, &Tensor),
+    plan: &ClassPlan,
+    epoch: usize,
+) -> Option<Vec<i64>> {
+    let plan = &DevicePlan::new(plan, Device::Cpu).unwrap();
+    let out = method
+        .loss(model, x, y, StepContext { plan, epoch })
+        .unwrap();
+    out.steps.map(|s| Vec::try_from(&s).unwrap())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -491,6 +506,14 @@ fn fat_stops_tau_steps_after_the_first_misclassification() {
     ];
     for (epoch, tau, x_tilde) in cases {
         assert_eq!(fat_paper_tau(epoch), tau);
+        // The steps the objective reports for the epoch's log (BAT Fig. 2b): flip after 2
+        // steps, then τ more; the never-flipping sample takes all 10.
+        let t = tau as i64;
+        assert_eq!(
+            steps_of(&fat, &model, (&x, &y), &plan, epoch),
+            Some(vec![2 + t, 2 + t, t, 10]),
+            "epoch {epoch}"
+        );
         let (loss, correct) = loss_of(&fat, &model, &x, &y, &plan, epoch, 5);
         let seen = model.take();
         let got = rows(&seen.last().unwrap().0);
@@ -673,7 +696,8 @@ fn pgd_at_keeps_each_sample_in_its_class_budget_and_saturates() {
                 &format!("x' of sample {i} with the plan's step"),
             );
         }
-    }
+    }    // A fixed-step attack reports no per-sample steps (every sample takes all of them).
+    assert_eq!(steps_of(&at, &model, (&x, &y), &small, 0), None);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -741,6 +765,12 @@ fn bat_loss_on_boundary_pairs_matches_the_hand_computed_formula() {
     assert_close(loss, mean(&per_sample), 1e-5, "BAT eq. (7)");
     // t_k counts x_a.
     assert_eq!(correct, [false, false, false, true]);
+    // τ = 0: the steps to the first misclassification (none for 0.2, wrong from the start; all
+    // 10 for 0.95, never wrong), as the epoch logs them.
+    assert_eq!(
+        steps_of(&bat, &model, (&x, &y), &plan, 0),
+        Some(vec![2, 2, 0, 10])
+    );
 
     let ablation = Method::Bat(Bat {
         attack,

@@ -184,7 +184,7 @@ fn objective_loss(method: &Method, plan: &ClassPlan, seed: i64) -> (f64, Vec<boo
             .unwrap();
         (
             out.loss.double_value(&[]),
-            Vec::<bool>::try_from(&out.correct).unwrap(),
+            Vec::<bool>::try_from(&out.predicted.eq_tensor(&y)).unwrap(),
         )
     })
 }
@@ -292,6 +292,7 @@ fn epoch_counts_class_wise_correctness_on_the_fly() {
     )
     .unwrap();
     let (mut correct, mut total) = ([0u64; 4], [0u64; 4]);
+    let mut confusion = vec![vec![0u64; 4]; 4];
     for b in batches(5) {
         let (x, y) = b.unwrap();
         let pred: Vec<i64> = Vec::try_from(&m.forward_t(&x, true).argmax(-1, false)).unwrap();
@@ -299,6 +300,7 @@ fn epoch_counts_class_wise_correctness_on_the_fly() {
         for (p, l) in pred.iter().zip(&yv) {
             total[*l as usize] += 1;
             correct[*l as usize] += u64::from(p == l);
+            confusion[*l as usize][*p as usize] += 1;
         }
     }
     assert_eq!(stats.total, total);
@@ -309,6 +311,47 @@ fn epoch_counts_class_wise_correctness_on_the_fly() {
             assert_eq!(stats.train_robust[k], correct[k] as f64 / total[k] as f64);
         }
     }
+    // The training confusion matrix (BAT Fig. 3); the natural objective counts no steps.
+    assert_eq!(stats.confusion.as_ref(), Some(&confusion));
+    assert_eq!(stats.attack_steps, None);
+
+    // Interrupted before batch 2 and resumed from the saved progress (through its JSON, as a
+    // run saves it): the same counts as the whole epoch.
+    use classwise_trainer::train::{EpochOutcome, EpochProgress, train_epoch_from};
+    let part = |start: EpochProgress, stop: &dyn Fn(usize) -> bool| {
+        let skip = start.next_step;
+        train_epoch_from(
+            &m,
+            &mut Sgd::new(&vs, CONFIG).unwrap(),
+            &Method::Natural,
+            &plan,
+            0,
+            batches(5).into_iter().skip(skip),
+            StepSettings::constant(0.0),
+            Device::Cpu,
+            start,
+            stop,
+        )
+        .unwrap()
+    };
+    let EpochOutcome::Interrupted(progress) = part(EpochProgress::new(4), &|i| i == 2) else {
+        panic!("the epoch did not stop before batch 2");
+    };
+    let saved: EpochProgress =
+        serde_json::from_str(&serde_json::to_string(&progress).unwrap()).unwrap();
+    let EpochOutcome::Complete(resumed) = part(saved, &|_| false) else {
+        panic!("the resumed epoch stopped");
+    };
+    assert_eq!(resumed, stats);
+    // A progress saved before the confusion was counted resumes without it.
+    let old = EpochProgress {
+        confusion: None,
+        ..progress
+    };
+    let EpochOutcome::Complete(resumed) = part(old, &|_| false) else {
+        panic!("the resumed epoch stopped");
+    };
+    assert_eq!((resumed.confusion, resumed.correct), (None, stats.correct));
 }
 
 /// A non-finite loss stops the epoch before the update: the parameters stay as they were.

@@ -143,6 +143,10 @@ pub struct TrainConfig {
     /// trains at ε from the first batch, as the papers do.
     #[serde(default)]
     pub eps_warmup_epochs: usize,
+    /// Log the confusion counts of the training inputs in every epoch's line of
+    /// `metrics.jsonl` (`train_confusion`, K² numbers; BAT Fig. 3). Off by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub log_confusion: bool,
     /// Start from another run's weights instead of a fresh initialisation (FRL fine-tunes a
     /// pretrained robust model, `hannxu123/fair_robust:frlrw.py`). Read once, when the run
     /// starts; a resumed run continues from its own checkpoint.

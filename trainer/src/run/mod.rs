@@ -473,6 +473,8 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 lr,
                 train_loss: stats.mean_loss,
                 train_robust: stats.train_robust,
+                train_attack_steps: stats.attack_steps,
+                train_confusion: stats.confusion.filter(|_| config.train.log_confusion),
                 plan,
                 rule_state: Some(rule.snapshot()?).filter(|v| !v.is_null()),
                 val,

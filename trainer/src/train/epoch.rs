@@ -1,7 +1,9 @@
 //! One training epoch: for each batch, the objective's loss under the epoch's [`ClassPlan`],
 //! backward, an SGD step; on the fly, the class-wise count of correctly classified training
 //! inputs (CFA's t_k, as `PKU-ML/CFA:train.py` counts it: the adversarial examples trained on,
-//! the logits of the loss forward, before the update; here with per-class denominators).
+//! the logits of the loss forward, before the update; here with per-class denominators), the
+//! confusion matrix of those inputs (BAT Fig. 3) and, for the early-stopped attacks, the steps
+//! each class's examples took (BAT Fig. 2b).
 
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
@@ -21,6 +23,13 @@ pub struct EpochStats {
     /// Per-class counts behind `train_robust`.
     pub correct: Vec<u64>,
     pub total: Vec<u64>,
+    /// Counts of (true class, predicted class) of the training inputs, rows true (BAT Fig. 3);
+    /// `None` when the epoch resumed from a progress saved without them.
+    pub confusion: Option<Vec<Vec<u64>>>,
+    /// Per class: the mean number of ascent steps the training attack took, when the objective
+    /// counts them (FAT, BAT; 0 for a class with no sample); `None` otherwise, or when the
+    /// epoch resumed from a progress saved without them.
+    pub attack_steps: Option<Vec<f64>>,
     /// Mean of the batch losses.
     pub mean_loss: f64,
     pub batches: usize,
@@ -77,6 +86,13 @@ pub struct EpochProgress {
     pub total: Vec<u64>,
     /// Sum of the batch losses so far.
     pub loss_sum: f64,
+    /// The confusion counts so far, row-major K × K (rows true classes); absent in progress
+    /// saved before they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confusion: Option<Vec<u64>>,
+    /// Per class: the training attack's steps so far, when the objective counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<u64>>,
 }
 
 impl EpochProgress {
@@ -87,6 +103,8 @@ impl EpochProgress {
             correct: vec![0; k],
             total: vec![0; k],
             loss_sum: 0.0,
+            confusion: Some(vec![0; k * k]),
+            steps: None,
         }
     }
 }
@@ -116,16 +134,20 @@ pub fn train_epoch_from(
     stop: &dyn Fn(usize) -> bool,
 ) -> Result<EpochOutcome> {
     let k = plan.n_classes();
-    if start.correct.len() != k || start.total.len() != k {
-        return Err(TrainerError::Invalid {
-            field: "epoch progress".into(),
-            value: format!(
-                "{} and {} class counts",
-                start.correct.len(),
-                start.total.len()
-            ),
-            expected: format!("{k} class counts, one per class of the plan"),
-        });
+    let lengths = [
+        ("correct", Some(start.correct.len()), k),
+        ("total", Some(start.total.len()), k),
+        ("confusion", start.confusion.as_ref().map(Vec::len), k * k),
+        ("steps", start.steps.as_ref().map(Vec::len), k),
+    ];
+    for (field, len, expected) in lengths {
+        if let Some(len) = len.filter(|&len| len != expected) {
+            return Err(TrainerError::Invalid {
+                field: format!("epoch progress.{field}"),
+                value: format!("{len} counts"),
+                expected: format!("{expected} counts for the {k} classes of the plan"),
+            });
+        }
     }
     // The plan's vectors go to the device once per epoch.
     let device_plan = DevicePlan::new(plan, device)?;
@@ -135,6 +157,10 @@ pub fn train_epoch_from(
     };
     let mut correct = counts(&start.correct);
     let mut total = counts(&start.total);
+    // A progress saved before the confusion counts existed: this epoch logs none, nor steps.
+    let counted = start.confusion.is_some() || start.next_step == 0;
+    let mut confusion = counts(&start.confusion.unwrap_or_else(|| vec![0; k * k]));
+    let mut steps = start.steps.as_deref().map(counts);
     let first = start.next_step;
     let (mut loss_sum, mut n_batches) = (start.loss_sum, first);
     let mut batches = batches.into_iter();
@@ -145,6 +171,8 @@ pub fn train_epoch_from(
                 correct: host_counts(&correct)?,
                 total: host_counts(&total)?,
                 loss_sum,
+                confusion: counted.then(|| host_counts(&confusion)).transpose()?,
+                steps: steps.as_ref().map(host_counts).transpose()?,
             }));
         }
         let Some(batch) = profile::timed("data", || batches.next()) else {
@@ -177,18 +205,41 @@ pub fn train_epoch_from(
         profile::timed("backward", || out.loss.backward());
         profile::timed("optimizer", || optimizer.step(step.lr));
         let y = y.to_kind(Kind::Int64);
+        let predicted = out.predicted.to_kind(Kind::Int64);
         total = total.f_index_add(0, &y, &y.ones_like())?;
-        correct = correct.f_index_add(0, &y, &out.correct.to_kind(Kind::Int64))?;
+        correct = correct.f_index_add(0, &y, &predicted.eq_tensor(&y).to_kind(Kind::Int64))?;
+        let cell = &y * k as i64 + &predicted;
+        confusion = confusion.f_index_add(0, &cell, &cell.ones_like())?;
+        if let Some(taken) = &out.steps {
+            let so_far = match steps.take() {
+                Some(s) => s,
+                None => counts(&vec![0; k]),
+            };
+            steps = Some(so_far.f_index_add(0, &y, &taken.to_kind(Kind::Int64))?);
+        }
         loss_sum += loss;
         n_batches += 1;
     }
     let (correct, total) = (host_counts(&correct)?, host_counts(&total)?);
-    Ok(EpochOutcome::Complete(EpochStats {
-        train_robust: correct
-            .iter()
+    let per_class = |sums: &[u64]| -> Vec<f64> {
+        sums.iter()
             .zip(&total)
             .map(|(&c, &t)| if t > 0 { c as f64 / t as f64 } else { 0.0 })
-            .collect(),
+            .collect()
+    };
+    let confusion = if counted {
+        Some(host_counts(&confusion)?.chunks(k).map(<[u64]>::to_vec).collect())
+    } else {
+        None
+    };
+    let attack_steps = match (&steps, counted) {
+        (Some(s), true) => Some(per_class(&host_counts(s)?)),
+        _ => None,
+    };
+    Ok(EpochOutcome::Complete(EpochStats {
+        train_robust: per_class(&correct),
+        confusion,
+        attack_steps,
         correct,
         total,
         mean_loss: if n_batches > 0 {

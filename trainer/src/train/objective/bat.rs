@@ -23,7 +23,7 @@ use tch::{Kind, Tensor};
 
 use super::trades::term_weights;
 use super::{
-    Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce, correct_of,
+    Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce,
     kl, planned_step, prepare,
 };
 use crate::attack::{AttackInput, EarlyStopVariant, EarlyStoppedPgd, Pgd};
@@ -209,8 +209,8 @@ impl Objective for Bat {
             .into_iter()
             .fold(source, |acc, t| acc + t * &target_weight);
         Ok(StepOutput {
-            loss: per_sample.mean(Kind::Float),
-            correct: correct_of(&z_kl, y),
+            steps: Some(pair.steps_taken),
+            ..StepOutput::new(per_sample.mean(Kind::Float), &z_kl)
         })
     }
 }

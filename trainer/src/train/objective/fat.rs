@@ -92,7 +92,10 @@ impl Objective for Fat {
             eps: &eps,
             train: self.attack_train_mode,
         };
-        let x_adv = attack.run(model, &input)?.x_adv;
-        Ok(weighted_ce(model, &x_adv, y, ctx.plan))
+        let run = attack.run(model, &input)?;
+        Ok(StepOutput {
+            steps: Some(run.steps_taken),
+            ..weighted_ce(model, &run.x_adv, y, ctx.plan)
+        })
     }
 }

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, ce, correct_of};
+use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, ce};
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
 use crate::model::Classifier;
@@ -76,9 +76,6 @@ impl Objective for Mart {
             &ctx.plan.natural_weight(y),
             &ctx.plan.boundary_weight(y),
         );
-        Ok(StepOutput {
-            loss: per.mean(Kind::Float),
-            correct: correct_of(&z_adv, y),
-        })
+        Ok(StepOutput::new(per.mean(Kind::Float), &z_adv))
     }
 }

@@ -1,8 +1,8 @@
 //! Training objectives (CFA eqs. (1)-(3), FAT, MART, BAT), one small struct per method, each behind
 //! the [`Objective`] trait. An objective builds its adversarial examples with the per-class
 //! budgets of the epoch's [`ClassPlan`] (ε_{y_i} inside every attack, CFA eq. (6)), returns the
-//! loss to differentiate and the per-sample correctness of the training input it used (CFA's
-//! t_k, CFA §4.1).
+//! loss to differentiate and the per-sample prediction on the training input it used (CFA's
+//! t_k, CFA §4.1; BAT Fig. 3) with, for the early-stopped attacks, the steps each sample took.
 //!
 //! Class-wise weights: the objective's first term (CE on x or x') is multiplied by the plan's
 //! `natural_weight[y_i]`, its second term (TRADES' and MART's KL) by `boundary_weight[y_i]`, and
@@ -37,9 +37,26 @@ use crate::model::Classifier;
 pub struct StepOutput {
     /// The scalar loss (differentiable with respect to the parameters).
     pub loss: Tensor,
-    /// Per sample: was the training input the loss used (x' for the adversarial objectives)
-    /// classified correctly by the logits of the loss forward, before the update? (bool, [N])
-    pub correct: Tensor,
+    /// Per sample: the class the logits of the loss forward predict for the training input the
+    /// loss used (x' for the adversarial objectives), before the update (int64, [N]). Compared
+    /// with the labels it gives CFA's t_k; against them, the training confusion matrix (BAT
+    /// Fig. 3).
+    pub predicted: Tensor,
+    /// Per sample: the ascent steps the training attack took, for the early-stopped attacks
+    /// (FAT, BAT) whose count varies per sample (BAT Fig. 2b); `None` for the others (int64,
+    /// [N]).
+    pub steps: Option<Tensor>,
+}
+
+impl StepOutput {
+    /// The loss and the predictions of `logits`, without step counts.
+    pub(crate) fn new(loss: Tensor, logits: &Tensor) -> Self {
+        StepOutput {
+            loss,
+            predicted: predicted_by(logits),
+            steps: None,
+        }
+    }
 }
 
 /// What a batch is trained with besides its data.
@@ -222,8 +239,9 @@ impl Objective for Method {
     }
 }
 
-pub(crate) fn correct_of(logits: &Tensor, y: &Tensor) -> Tensor {
-    logits.detach().argmax(-1, false).eq_tensor(y)
+/// The predicted class per sample (int64, [N]).
+pub(crate) fn predicted_by(logits: &Tensor) -> Tensor {
+    logits.detach().argmax(-1, false)
 }
 
 /// Per-sample CE.
@@ -273,7 +291,7 @@ pub(crate) fn adversarial(
 }
 
 /// The weighted mean CE on `input` (the training input: x, x' or FAT's x̃), forwarded in train
-/// mode, and its per-sample correctness.
+/// mode, and its per-sample predictions.
 pub(crate) fn weighted_ce(
     model: &dyn Classifier,
     input: &Tensor,
@@ -282,10 +300,7 @@ pub(crate) fn weighted_ce(
 ) -> StepOutput {
     let z = model.forward_t(input, true);
     let w = plan.natural_weight(y);
-    StepOutput {
-        loss: (ce(&z, y) * w).mean(Kind::Float),
-        correct: correct_of(&z, y),
-    }
+    StepOutput::new((ce(&z, y) * w).mean(Kind::Float), &z)
 }
 
 /// The attack's step with the plan's override (FRL's remargin) applied.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use super::{
-    Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce, correct_of,
+    Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce,
     kl,
 };
 use crate::attack::{Attack, Pgd};
@@ -61,9 +61,6 @@ impl Objective for Trades {
         let u = a * ctx.plan.natural_weight(y);
         let v = b * ctx.plan.boundary_weight(y);
         let per_sample_loss = u * ce(&z, y) + v * kl(&z, &z_adv);
-        Ok(StepOutput {
-            loss: per_sample_loss.mean(Kind::Float),
-            correct: correct_of(&z_adv, y),
-        })
+        Ok(StepOutput::new(per_sample_loss.mean(Kind::Float), &z_adv))
     }
 }
