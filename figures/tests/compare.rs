@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 
 use classwise_figures::Figure;
 use classwise_figures::compare::diagnostics::{ATTACK_STEPS, CVC, ClassDiagnostic};
-use classwise_figures::compare::epochs::{ClassesOverEpochs, PlanOverEpochs, WorstOverEpochs};
-use classwise_figures::compare::figures::{ClassBars, Confusion, ErrorBars, Radar};
+use classwise_figures::compare::epochs::{
+    ClassesOverEpochs, PLAN, PerClassOverEpochs, TRAINING_ATTACK, TrainConfusion, WorstOverEpochs,
+};
+use classwise_figures::compare::figures::{ClassBars, Confusion, ConfusionKind, ErrorBars, Radar};
 use classwise_figures::compare::param::ParamSweep;
 use classwise_figures::compare::{
     Comparison, RunInput, RunResults, render_all, tables, write_tables,
@@ -268,12 +270,28 @@ fn figures_draw_the_compared_numbers() {
     assert!((num(&rows[3][4]) - 0.5).abs() < 1e-12);
 
     // AutoAttack reports carry no confusion counts; the PGD reports do.
-    assert!(Confusion::new(&c, "last", &aa).is_err());
+    assert!(Confusion::new(&c, "last", &aa, ConfusionKind::RowNormalised).is_err());
     let pgd = c.keys.iter().find(|k| k.attack == PGD).unwrap();
-    let confusion = Confusion::new(&c, "last", pgd).unwrap();
+    let confusion = Confusion::new(&c, "last", pgd, ConfusionKind::RowNormalised).unwrap();
     let (_, rows) = csv(&confusion.tables()[0]);
     assert_eq!(rows.len(), 2 * 16);
     assert!((num(&rows[1][3]) - 0.15).abs() < 1e-12);
+    // Tian Fig. 4a: the counts with the diagonal hidden, the mean over seeds.
+    let misclassified = Confusion::new(&c, "last", pgd, ConfusionKind::Misclassified).unwrap();
+    let (header, rows) = csv(&misclassified.tables()[0]);
+    assert_eq!(header, "method,true,predicted,count");
+    let count = |method: &str, i: usize, j: usize| {
+        let r = rows
+            .iter()
+            .find(|r| r[0] == method && r[1] == i.to_string() && r[2] == j.to_string())
+            .unwrap();
+        num(&r[3])
+    };
+    // base: true 2 → 1 is 3 and 4 over the seeds; 3 → 2 is 8 in both; diagonals hidden.
+    assert_eq!(count("base", 2, 1), 3.5);
+    assert_eq!(count("base", 3, 2), 8.0);
+    assert_eq!(count("base", 0, 0), 0.0);
+    assert_eq!(count("fair", 0, 3), 2.0);
 
     let epochs = WorstOverEpochs::new(&c, &results).unwrap();
     let (header, rows) = csv(&epochs.tables()[0]);
@@ -307,13 +325,18 @@ fn figures_draw_the_compared_numbers() {
         ]
     );
     // No confusion under AutoAttack, no grid in the group names, no steps or CVC in these
-    // reports, uniform plans.
-    assert_eq!(skipped.len(), 5, "{skipped:?}");
-    for (s, what) in
-        skipped
-            .iter()
-            .zip(["confusion", "swept parameter", "flip-steps", "cvc", "plan"])
-    {
+    // reports, uniform plans, schema-2 logs without training steps or confusion.
+    assert_eq!(skipped.len(), 8, "{skipped:?}");
+    for (s, what) in skipped.iter().zip([
+        "confusion",
+        "confusion",
+        "swept parameter",
+        "flip-steps",
+        "cvc",
+        "plan",
+        "training-attack-steps",
+        "training confusion",
+    ]) {
         assert!(s.contains(what), "{s} should be about {what}");
     }
     for r in &rendered {
@@ -464,13 +487,18 @@ fn sweep_plan_and_class_figures_draw_the_logged_numbers() {
     close(at("0.2", "robust", "worst"), 0.2);
     close(at("0.1", "clean", "a"), 0.9);
 
-    let plan = PlanOverEpochs::new(&c, &results).unwrap();
+    let plan = PerClassOverEpochs::new(&PLAN, &c, &results).unwrap();
     assert_eq!(plan.methods.len(), 1, "only the run whose plan moves");
     assert_eq!(plan.methods[0].method, "at/train.eps=0.2");
-    let (_, rows) = csv(&plan.tables()[0]);
-    // Epoch 2, class 3: ε = 0.06.
-    let r = rows.iter().find(|r| r[3] == "2" && r[4] == "3").unwrap();
-    close(num(&r[5]), 0.06);
+    let (header, rows) = csv(&plan.tables()[0]);
+    assert_eq!(header, "method,run,rule,quantity,epoch,class,value");
+    // Epoch 2, class 3: ε = 0.06; only ε varies.
+    let r = rows
+        .iter()
+        .find(|r| r[3] == "eps" && r[4] == "2" && r[5] == "3")
+        .unwrap();
+    close(num(&r[6]), 0.06);
+    assert!(rows.iter().all(|r| r[3] == "eps"));
 
     let classes = ClassesOverEpochs::new(&c, &results).unwrap();
     let (header, rows) = csv(&classes.tables()[0]);
@@ -594,4 +622,106 @@ fn attack_steps_target_shares_and_cvc_are_the_reported_ones() {
         .to_string();
     assert!(e.contains("flip-steps"), "{e}");
     assert!(ClassDiagnostic::new(&c, "last", None, &CVC).is_ok());
+}
+
+/// A schema-3 line as the trainer writes it for a BAT run with `[train] log_confusion`: the
+/// schema-2 line of [`epoch_line`] with the training attack's mean steps and the confusion
+/// counts of the training inputs.
+fn training_line(epoch: usize, steps: [f64; 4], confusion: [[u64; 4]; 4]) -> String {
+    epoch_line(epoch, 0.3, None)
+        .replacen(r#""schema":2"#, r#""schema":3"#, 1)
+        .replacen(
+            r#""plan":"#,
+            &format!(
+                r#""train_attack_steps":{steps:?},"train_confusion":{:?},"plan":"#,
+                confusion.map(|r| r.to_vec()).to_vec()
+            ),
+            1,
+        )
+}
+
+#[test]
+fn training_steps_and_confusion_are_the_logged_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let confusion = |e: u64| [[8 - e, e, 0, 0], [0, 10, 0, 0], [0, 2, 6, 2], [1, 1, 1, 7]];
+    // `bat` logs steps and confusion in its three epochs; `at` (schema 2) logs neither.
+    let bat: Vec<String> = (0..3)
+        .map(|e| training_line(e, [1.0 + e as f64, 2.0, 3.0, 4.0], confusion(e as u64)))
+        .collect();
+    let at = vec![epoch_line(0, 0.3, None), epoch_line(1, 0.3, None)];
+    let mut inputs = Vec::new();
+    for (group, lines) in [("bat", bat), ("at", at)] {
+        let dir = tmp.path().join(group);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("report.json"),
+            report(PGD, [0.9; 4], [0.5; 4], None),
+        )
+        .unwrap();
+        std::fs::write(dir.join("metrics.jsonl"), lines.join("\n") + "\n").unwrap();
+        inputs.push(RunInput {
+            dir,
+            group: group.into(),
+            seed: Some(0),
+        });
+    }
+    let results = read(inputs);
+    let c = Comparison::new(&results, None).unwrap();
+
+    let steps = PerClassOverEpochs::new(&TRAINING_ATTACK, &c, &results).unwrap();
+    assert_eq!(steps.methods.len(), 1, "only the run that logged its steps");
+    let (_, rows) = csv(&steps.tables()[0]);
+    let value = |quantity: &str, epoch: &str, class: &str| {
+        let r = rows
+            .iter()
+            .find(|r| r[3] == quantity && r[4] == epoch && r[5] == class)
+            .unwrap_or_else(|| panic!("{quantity} {epoch} {class}"));
+        num(&r[6])
+    };
+    assert_eq!(value("attack_steps", "3", "0"), 3.0);
+    assert_eq!(value("attack_steps", "1", "3"), 4.0);
+    assert_eq!(value("train_robust", "2", "1"), 0.5);
+    assert_eq!(rows.len(), 2 * 3 * 4);
+
+    // BAT Fig. 3: the middle (epoch 2) and the last (epoch 3) logged epochs, rows normalised.
+    let training = TrainConfusion::new(&c, &results).unwrap();
+    let epochs: Vec<usize> = training.panels.iter().map(|p| p.2).collect();
+    assert_eq!(epochs, [2, 3]);
+    let (header, rows) = csv(&training.tables()[0]);
+    assert_eq!(header, "method,run,epoch,true,predicted,fraction");
+    let cell = |epoch: &str, i: usize, j: usize| {
+        let r = rows
+            .iter()
+            .find(|r| r[2] == epoch && r[3] == i.to_string() && r[4] == j.to_string())
+            .unwrap();
+        num(&r[5])
+    };
+    // Epoch 3 (e = 2): row 0 is [6, 2, 0, 0] of 8; row 2 [0, 2, 6, 2] of 10.
+    close(cell("3", 0, 1), 0.25);
+    close(cell("2", 0, 1), 0.125);
+    close(cell("3", 2, 3), 0.2);
+
+    // Both render, with their axis labels in the SVG.
+    let out = tmp.path().join("out");
+    let (rendered, _) = render_all(&c, &results, "last", &out).unwrap();
+    for id in [
+        "compare-training-attack-steps",
+        "compare-training-confusion",
+    ] {
+        let r = rendered.iter().find(|r| r.id == id).expect(id);
+        let svg = std::fs::read_to_string(out.join(format!("{id}.svg"))).unwrap();
+        for label in &r.axis_labels {
+            assert!(svg.contains(label.as_str()), "{id}: {label}");
+        }
+    }
+
+    // Without any such log, the error names the setting that writes it.
+    let plain = read(results[1..].iter().map(|r| r.input.clone()).collect());
+    let c = Comparison::new(&plain, None).unwrap();
+    let e = TrainConfusion::new(&c, &plain).unwrap_err().to_string();
+    assert!(e.contains("log_confusion"), "{e}");
+    let e = PerClassOverEpochs::new(&TRAINING_ATTACK, &c, &plain)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("train_attack_steps"), "{e}");
 }

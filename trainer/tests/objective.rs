@@ -696,7 +696,7 @@ fn pgd_at_keeps_each_sample_in_its_class_budget_and_saturates() {
                 &format!("x' of sample {i} with the plan's step"),
             );
         }
-    }    // A fixed-step attack reports no per-sample steps (every sample takes all of them).
+    } // A fixed-step attack reports no per-sample steps (every sample takes all of them).
     assert_eq!(steps_of(&at, &model, (&x, &y), &small, 0), None);
 }
 

@@ -4,12 +4,18 @@
 //! * [`WorstOverEpochs`]: the worst class of the model and of its weight averages (CFA Fig. 4);
 //! * [`ClassesOverEpochs`]: every class's robust accuracy and the gap between the best and the
 //!   worst class (Tian et al. Fig. 1);
-//! * [`PlanOverEpochs`]: the class-wise plan the rule chose at each epoch, e.g. CFA's calibrated
-//!   budgets ε_k (CFA Fig. 5b) or WAT's class weights.
+//! * [`PerClassOverEpochs`]: per-class quantities of the epochs' records, as [`PLAN`] the
+//!   class-wise plan the rule chose at each epoch, e.g. CFA's calibrated budgets ε_k (CFA Fig.
+//!   5b) or WAT's class weights, and as [`TRAINING_ATTACK`] the steps of an early-stopped
+//!   training attack per class (BAT Fig. 2b);
+//! * [`TrainConfusion`]: the confusion matrix of the training inputs at two epochs (BAT Fig. 3).
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use classwise_core::record::EpochRecord;
+
+use super::figures::{MatrixCells, draw_matrix};
 use super::load::RunResults;
 use super::stats::Comparison;
 use crate::classes::ClassLines;
@@ -293,39 +299,129 @@ impl Figure for ClassesOverEpochs {
     }
 }
 
-/// The per-class quantities of a [`ClassPlan`](classwise_core::plan::ClassPlan), by name.
-type PlanPick = fn(&classwise_core::plan::ClassPlan) -> &Vec<f64>;
-const PLAN_PARTS: [(&str, PlanPick); 4] = [
-    ("training budget ε_k", |p| &p.eps),
-    ("trade-off β_k", |p| &p.beta),
-    ("weight of the natural term", |p| &p.natural_weight),
-    ("weight of the boundary term", |p| &p.boundary_weight),
-];
+/// A per-class quantity an epoch's record may hold.
+#[derive(Debug)]
+pub struct EpochQuantity {
+    /// Its name in the CSV.
+    pub name: &'static str,
+    /// The y-axis label.
+    pub label: &'static str,
+    pub pick: fn(&EpochRecord) -> Option<&Vec<f64>>,
+}
 
-/// The class-wise plan of each method whose rule changes it (its first run): ε_k, β_k and the
-/// loss weights of every class at every epoch, the parts that vary (CFA Fig. 5b: the calibrated
-/// margins ε_k during training; WAT's Hedge weights; FRL's multipliers).
+/// What a [`PerClassOverEpochs`] figure draws: per-class quantities of the epochs' records, one
+/// panel per quantity and method.
+#[derive(Debug)]
+pub struct EpochView {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub reproduces: &'static str,
+    pub look_at: &'static str,
+    pub quantities: &'static [EpochQuantity],
+    /// A method is drawn when every epoch holds this quantity (an index into `quantities`),
+    /// and, with `only_varying`, the quantities that differ between classes or epochs.
+    pub anchor: usize,
+    pub only_varying: bool,
+    /// What a run needs to be drawn (for the error when none is).
+    pub needs: &'static str,
+}
+
+/// The class-wise plan of each method whose rule changes it: ε_k, β_k and the loss weights of
+/// every class at every epoch, the parts that vary (CFA Fig. 5b: the calibrated margins ε_k
+/// during training; WAT's Hedge weights; FRL's multipliers).
+pub const PLAN: EpochView = EpochView {
+    id: "compare-plan-over-epochs",
+    title: "The class-wise plan of each rule over the epochs",
+    reproduces: "CFA Fig. 5b: the class-wise calibrated margins ε_k during training (and the \
+                 class weights of WAT, FRL and CSL the same way)",
+    look_at: "Which classes the rule gives a smaller budget or a larger weight (CFA: the hard \
+              classes get the smaller ε_k), and whether the plan settles or keeps moving.",
+    quantities: &[
+        EpochQuantity {
+            name: "eps",
+            label: "training budget ε_k",
+            pick: |e| Some(&e.plan.eps),
+        },
+        EpochQuantity {
+            name: "beta",
+            label: "trade-off β_k",
+            pick: |e| Some(&e.plan.beta),
+        },
+        EpochQuantity {
+            name: "natural_weight",
+            label: "weight of the natural term",
+            pick: |e| Some(&e.plan.natural_weight),
+        },
+        EpochQuantity {
+            name: "boundary_weight",
+            label: "weight of the boundary term",
+            pick: |e| Some(&e.plan.boundary_weight),
+        },
+    ],
+    anchor: 0,
+    only_varying: true,
+    needs: "a run whose class-wise rule (CFA, WAT, FRL, CSL, class-β) changes ε_k, β_k or the \
+            class weights",
+};
+
+/// The steps of the early-stopped training attack per class (FAT, BAT) next to the training
+/// robust accuracy t_k, at every epoch.
+pub const TRAINING_ATTACK: EpochView = EpochView {
+    id: "compare-training-attack-steps",
+    title: "Steps of the training attack and training robust accuracy per class",
+    reproduces: "BAT Fig. 2b (source-class fairness) during training: the average number of \
+                 attack steps each class's training images took, next to the class's robust \
+                 accuracy on those examples",
+    look_at: "Whether the classes that need fewer steps to be misclassified are the ones with \
+              the lower training robust accuracy (BAT's correlation), and whether the gap \
+              between them closes.",
+    quantities: &[
+        EpochQuantity {
+            name: "attack_steps",
+            label: "mean steps of the training attack",
+            pick: |e| e.train_attack_steps.as_ref(),
+        },
+        EpochQuantity {
+            name: "train_robust",
+            label: "training robust accuracy t_k",
+            pick: |e| Some(&e.train_robust),
+        },
+    ],
+    anchor: 0,
+    only_varying: false,
+    needs: "a run of an early-stopped training attack (FAT, BAT) whose metrics.jsonl logs \
+            train_attack_steps (schema 3)",
+};
+
+/// Per-class quantities of each method's first run over the epochs (see [`EpochView`]).
 #[derive(Clone, Debug, PartialEq)]
-pub struct PlanOverEpochs {
+pub struct PerClassOverEpochs {
+    pub view: &'static EpochView,
     pub class_names: Vec<String>,
-    /// (method, run directory, rule, 1-based epochs, plan per epoch).
-    pub methods: Vec<PlanRun>,
-    /// The indices into [`PLAN_PARTS`] drawn: those that vary in some method.
+    pub methods: Vec<PerClassRun>,
+    /// The indices into the view's quantities drawn.
     pub parts: Vec<usize>,
 }
 
-/// One method of [`PlanOverEpochs`].
+impl PartialEq for EpochView {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+/// One method of [`PerClassOverEpochs`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct PlanRun {
+pub struct PerClassRun {
     pub method: String,
     pub run: String,
     pub rule: String,
     pub epochs: Vec<f64>,
-    pub plans: Vec<classwise_core::plan::ClassPlan>,
+    /// Per quantity of the view, per epoch, per class (`None` when an epoch lacks it).
+    pub values: Vec<Option<Vec<Vec<f64>>>>,
 }
 
 /// Whether a per-class quantity differs between classes or epochs.
-fn varies(values: &[&Vec<f64>]) -> bool {
+fn varies(values: &[Vec<f64>]) -> bool {
     let first = values.first().and_then(|v| v.first()).copied();
     values
         .iter()
@@ -333,28 +429,37 @@ fn varies(values: &[&Vec<f64>]) -> bool {
         .any(|x| Some(*x) != first)
 }
 
-impl PlanOverEpochs {
-    /// From the first run of each group; groups whose plan never varies (the uniform baselines)
-    /// are left out; an error when none is left.
-    pub fn new(c: &Comparison, runs: &[RunResults]) -> Result<Self> {
+impl PerClassOverEpochs {
+    /// From the first run of each group with the view's anchor quantity in every epoch
+    /// (and, for a view of varying quantities, some quantity that varies); an error when none
+    /// is left.
+    pub fn new(view: &'static EpochView, c: &Comparison, runs: &[RunResults]) -> Result<Self> {
         let mut methods = Vec::new();
         let mut parts: Vec<usize> = Vec::new();
         let mut class_names = Vec::new();
         for (name, run, log) in first_logs(c, runs) {
-            let plans: Vec<_> = log.epochs.iter().map(|e| e.plan.clone()).collect();
-            let changing: Vec<usize> = (0..PLAN_PARTS.len())
-                .filter(|&i| varies(&plans.iter().map(PLAN_PARTS[i].1).collect::<Vec<_>>()))
+            let values: Vec<Option<Vec<Vec<f64>>>> = view
+                .quantities
+                .iter()
+                .map(|q| log.epochs.iter().map(|e| (q.pick)(e).cloned()).collect())
                 .collect();
-            if changing.is_empty() {
+            let drawn: Vec<usize> = (0..values.len())
+                .filter(|&i| {
+                    values[i]
+                        .as_ref()
+                        .is_some_and(|v| !view.only_varying || varies(v))
+                })
+                .collect();
+            if values[view.anchor].is_none() || log.epochs.is_empty() || drawn.is_empty() {
                 continue;
             }
-            for i in changing {
+            for i in drawn {
                 if !parts.contains(&i) {
                     parts.push(i);
                 }
             }
             class_names = log.class_names.clone();
-            methods.push(PlanRun {
+            methods.push(PerClassRun {
                 method: name,
                 run: run.input.dir.display().to_string(),
                 rule: log
@@ -363,19 +468,15 @@ impl PlanOverEpochs {
                     .map(|e| e.rule.clone())
                     .unwrap_or_default(),
                 epochs: log.epochs.iter().map(|e| (e.epoch + 1) as f64).collect(),
-                plans,
+                values,
             });
         }
         if methods.is_empty() {
-            return Err(invalid(
-                "runs",
-                "every plan uniform",
-                "a run whose class-wise rule (CFA, WAT, FRL, CSL, class-β) changes ε_k, β_k or \
-                 the class weights",
-            ));
+            return Err(invalid("runs", format!("none for {}", view.id), view.needs));
         }
         parts.sort_unstable();
-        Ok(PlanOverEpochs {
+        Ok(PerClassOverEpochs {
+            view,
             class_names,
             methods,
             parts,
@@ -383,23 +484,21 @@ impl PlanOverEpochs {
     }
 }
 
-impl Figure for PlanOverEpochs {
+impl Figure for PerClassOverEpochs {
     fn id(&self) -> &'static str {
-        "compare-plan-over-epochs"
+        self.view.id
     }
 
     fn title(&self) -> String {
-        "The class-wise plan of each rule over the epochs".into()
+        self.view.title.into()
     }
 
     fn reproduces(&self) -> &'static str {
-        "CFA Fig. 5b: the class-wise calibrated margins ε_k during training (and the class \
-         weights of WAT, FRL and CSL the same way)"
+        self.view.reproduces
     }
 
     fn look_at(&self) -> &'static str {
-        "Which classes the rule gives a smaller budget or a larger weight (CFA: the hard classes \
-         get the smaller ε_k), and whether the plan settles or keeps moving."
+        self.view.look_at
     }
 
     fn size(&self) -> (u32, u32) {
@@ -413,32 +512,27 @@ impl Figure for PlanOverEpochs {
         let mut t = Table::new(
             "",
             &[
-                "method",
-                "run",
-                "rule",
-                "epoch",
-                "class",
-                "eps",
-                "beta",
-                "natural_weight",
-                "boundary_weight",
+                "method", "run", "rule", "quantity", "epoch", "class", "value",
             ],
         );
         for m in &self.methods {
-            for (e, p) in m.epochs.iter().zip(&m.plans) {
-                for c in 0..p.eps.len() {
-                    t.push(vec![
-                        Cell::from(m.method.as_str()),
-                        Cell::from(m.run.as_str()),
-                        Cell::from(m.rule.as_str()),
-                        Cell::from(*e as usize),
-                        Cell::from(c),
-                        Cell::from(p.eps[c]),
-                        Cell::from(p.beta[c]),
-                        Cell::from(p.natural_weight[c]),
-                        Cell::from(p.boundary_weight[c]),
-                    ])
-                    .expect("nine cells");
+            for &q in &self.parts {
+                let Some(values) = &m.values[q] else {
+                    continue;
+                };
+                for (e, per_class) in m.epochs.iter().zip(values) {
+                    for (c, v) in per_class.iter().enumerate() {
+                        t.push(vec![
+                            Cell::from(m.method.as_str()),
+                            Cell::from(m.run.as_str()),
+                            Cell::from(m.rule.as_str()),
+                            Cell::from(self.view.quantities[q].name),
+                            Cell::from(*e as usize),
+                            Cell::from(c),
+                            Cell::from(*v),
+                        ])
+                        .expect("seven cells");
+                    }
                 }
             }
         }
@@ -448,7 +542,12 @@ impl Figure for PlanOverEpochs {
     fn axis_labels(&self) -> Vec<String> {
         self.methods
             .iter()
-            .flat_map(|_| self.parts.iter().flat_map(|&i| ["epoch", PLAN_PARTS[i].0]))
+            .flat_map(|m| {
+                self.parts
+                    .iter()
+                    .filter(|&&q| m.values[q].is_some())
+                    .flat_map(|&q| ["epoch", self.view.quantities[q].label])
+            })
             .map(String::from)
             .collect()
     }
@@ -459,9 +558,11 @@ impl Figure for PlanOverEpochs {
         let panels = plot.split_evenly((self.methods.len(), self.parts.len()));
         for (r, m) in self.methods.iter().enumerate() {
             let last = m.epochs.last().copied().unwrap_or(1.0);
-            for (col, &i) in self.parts.iter().enumerate() {
-                let (desc, pick) = PLAN_PARTS[i];
-                let y = style::padded(m.plans.iter().flat_map(|p| pick(p).iter().copied()), 0.08);
+            for (col, &q) in self.parts.iter().enumerate() {
+                let Some(values) = &m.values[q] else {
+                    continue;
+                };
+                let y = style::padded(values.iter().flatten().copied(), 0.08);
                 let caption = format!("{} (rule {})", m.method, m.rule);
                 let mut chart = style::chart(
                     &panels[r * self.parts.len() + col],
@@ -472,7 +573,7 @@ impl Figure for PlanOverEpochs {
                 style::mesh_with(
                     &mut chart,
                     "epoch",
-                    desc,
+                    self.view.quantities[q].label,
                     &style::tick_whole,
                     &style::tick_plain,
                 )?;
@@ -480,13 +581,151 @@ impl Figure for PlanOverEpochs {
                     let pts: Vec<(f64, f64)> = m
                         .epochs
                         .iter()
-                        .zip(&m.plans)
-                        .map(|(e, p)| (*e, pick(p)[c]))
+                        .zip(values)
+                        .map(|(e, v)| (*e, v[c]))
                         .collect();
                     lines.draw(&mut chart, &pts, c)?;
                 }
             }
         }
         lines.legend(&strip, &self.class_names, Vec::<Entry>::new())
+    }
+}
+
+/// The confusion matrix of the training inputs (x' for the adversarial methods), rows
+/// normalised, at two epochs of each method's first run that logged it (`[train]
+/// log_confusion`): the middle and the last logged epoch (BAT Fig. 3 shows epochs 50 and 60).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainConfusion {
+    pub class_names: Vec<String>,
+    /// (method, run directory, 1-based epoch, row-normalised matrix in fractions).
+    pub panels: Vec<(String, String, usize, Vec<Vec<f64>>)>,
+}
+
+/// Each count over its row's total (a row without samples, a class left out of training,
+/// stays 0).
+fn row_fractions(counts: &[Vec<u64>]) -> Vec<Vec<f64>> {
+    counts
+        .iter()
+        .map(|row| {
+            let total = row.iter().sum::<u64>().max(1) as f64;
+            row.iter().map(|&n| n as f64 / total).collect()
+        })
+        .collect()
+}
+
+const TRAIN_CONFUSION_AXES: [&str; 2] = ["predicted class of the training input", "true class"];
+
+impl TrainConfusion {
+    pub fn new(c: &Comparison, runs: &[RunResults]) -> Result<Self> {
+        let mut panels = Vec::new();
+        let mut class_names = Vec::new();
+        for (name, run, log) in first_logs(c, runs) {
+            let logged: Vec<_> = log
+                .epochs
+                .iter()
+                .filter_map(|e| e.train_confusion.as_ref().map(|m| (e.epoch + 1, m)))
+                .collect();
+            let Some(last) = logged.len().checked_sub(1) else {
+                continue;
+            };
+            let mut picked = vec![last / 2, last];
+            picked.dedup();
+            for i in picked {
+                let (epoch, counts) = logged[i];
+                panels.push((
+                    name.clone(),
+                    run.input.dir.display().to_string(),
+                    epoch,
+                    row_fractions(counts),
+                ));
+            }
+            class_names = log.class_names.clone();
+        }
+        if panels.is_empty() {
+            return Err(invalid(
+                "runs",
+                "no train_confusion in metrics.jsonl",
+                "a run trained with `[train] log_confusion = true`",
+            ));
+        }
+        Ok(TrainConfusion {
+            class_names,
+            panels,
+        })
+    }
+
+    fn grid(&self) -> (usize, usize) {
+        let cols = self.panels.len().min(2);
+        (self.panels.len().div_ceil(cols), cols)
+    }
+}
+
+impl Figure for TrainConfusion {
+    fn id(&self) -> &'static str {
+        "compare-training-confusion"
+    }
+
+    fn title(&self) -> String {
+        "Confusion matrix of the training inputs, rows normalised".into()
+    }
+
+    fn reproduces(&self) -> &'static str {
+        "BAT Fig. 3: the confusion matrix of the training data during adversarial training at \
+         two epochs (rows: true classes, columns: predictions on the adversarial examples \
+         trained on, percent of the row)"
+    }
+
+    fn look_at(&self) -> &'static str {
+        "The diagonal (each class's robust accuracy on its training examples) and the columns \
+         that collect the errors (BAT's target classes); whether they change between the two \
+         epochs."
+    }
+
+    fn size(&self) -> (u32, u32) {
+        let (rows, cols) = self.grid();
+        (60 + 620 * cols as u32, 800 * rows as u32)
+    }
+
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new(
+            "",
+            &["method", "run", "epoch", "true", "predicted", "fraction"],
+        );
+        for (name, run, epoch, m) in &self.panels {
+            for (i, row) in m.iter().enumerate() {
+                for (j, v) in row.iter().enumerate() {
+                    t.push(vec![
+                        Cell::from(name.as_str()),
+                        Cell::from(run.as_str()),
+                        Cell::from(*epoch),
+                        Cell::from(i),
+                        Cell::from(j),
+                        Cell::from(*v),
+                    ])
+                    .expect("six cells");
+                }
+            }
+        }
+        vec![t]
+    }
+
+    fn axis_labels(&self) -> Vec<String> {
+        TRAIN_CONFUSION_AXES.map(String::from).to_vec()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
+        let panels = area.split_evenly(self.grid());
+        for (panel, (name, _, epoch, m)) in panels.iter().zip(&self.panels) {
+            let caption = format!("{name} — epoch {epoch}");
+            draw_matrix(
+                panel,
+                &caption,
+                m,
+                MatrixCells::FRACTIONS,
+                TRAIN_CONFUSION_AXES,
+            )?;
+        }
+        Ok(())
     }
 }

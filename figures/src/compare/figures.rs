@@ -4,8 +4,8 @@
 //!   (CFA Fig. 6, WAT Fig. 2);
 //! * [`Radar`]: the same per-class robust accuracies on a radar chart (WAT Figs. 4-6);
 //! * [`ErrorBars`]: robust error per class split into standard and boundary error (BAT Fig. 5);
-//! * [`Confusion`]: the row-normalised confusion matrix under attack of each method (Tian et al.
-//!   Fig. 2, BAT Fig. 3).
+//! * [`Confusion`]: the confusion matrix under attack of each method, row-normalised (Tian et
+//!   al. Fig. 2) or as misclassified counts (Tian et al. Fig. 4a).
 //!
 //! The figures over the epochs are in [`epochs`](super::epochs), those against a swept
 //! parameter in [`param`](super::param).
@@ -547,40 +547,69 @@ impl Figure for Radar {
     }
 }
 
-/// The row-normalised confusion matrix under attack of every method (Tian et al. Fig. 2, BAT
-/// Fig. 3), the mean over each method's seeds.
+/// Which matrix of the reports a [`Confusion`] figure draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfusionKind {
+    /// The confusion matrix under attack, each row normalised (Tian et al. Fig. 2).
+    RowNormalised,
+    /// The confusion counts under attack with the diagonal hidden (Tian et al. Fig. 4a, the
+    /// "misclassified confusion matrix").
+    Misclassified,
+}
+
+/// A confusion matrix under attack of every method, the mean over each method's seeds: row
+/// normalised (Tian et al. Fig. 2) or the misclassified counts (Tian et al. Fig. 4a).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Confusion {
+    pub kind: ConfusionKind,
     pub model: String,
     pub key: AttackKey,
     pub class_names: Vec<String>,
-    /// (method, row-normalised matrix in fractions).
+    /// (method, matrix): fractions of the row, or counts.
     pub methods: Vec<(String, Vec<Vec<f64>>)>,
 }
 
 impl Confusion {
     /// Fails when a method's reports have no confusion counts.
-    pub fn new(c: &Comparison, model: &str, key: &AttackKey) -> Result<Self> {
+    pub fn new(c: &Comparison, model: &str, key: &AttackKey, kind: ConfusionKind) -> Result<Self> {
         let selection = Selection::new(c, model, key)?;
         let methods = selection
             .methods
             .into_iter()
-            .map(|m| match m.stats.confusion {
-                Some(matrix) => Ok((m.name, matrix)),
-                None => Err(invalid(
-                    format!("group {}", m.name),
-                    format!("`{model}` {} without confusion counts", key.describe()),
-                    "reports with confusion_under_attack (written by `classwise train` and \
-                     `classwise eval`)",
-                )),
+            .map(|m| {
+                let matrix = match kind {
+                    ConfusionKind::RowNormalised => m.stats.confusion,
+                    ConfusionKind::Misclassified => m.stats.misclassified,
+                };
+                match matrix {
+                    Some(matrix) => Ok((m.name, matrix)),
+                    None => Err(invalid(
+                        format!("group {}", m.name),
+                        format!("`{model}` {} without confusion counts", key.describe()),
+                        "reports with confusion_under_attack (written by `classwise train` and \
+                         `classwise eval`)",
+                    )),
+                }
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Confusion {
+            kind,
             model: selection.model,
             key: selection.key,
             class_names: selection.class_names,
             methods,
         })
+    }
+
+    fn cells(&self) -> MatrixCells {
+        match self.kind {
+            ConfusionKind::RowNormalised => MatrixCells::FRACTIONS,
+            ConfusionKind::Misclassified => MatrixCells::counts(
+                self.methods
+                    .iter()
+                    .flat_map(|(_, m)| m.iter().flatten().copied()),
+            ),
+        }
     }
 }
 
@@ -591,29 +620,158 @@ fn heat(v: f64) -> RGBColor {
     RGBColor(lerp(255.0, 8.0), lerp(255.0, 48.0), lerp(255.0, 107.0))
 }
 
+/// How the cells of a heat-map matrix read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct MatrixCells {
+    /// The value drawn darkest.
+    pub full: f64,
+    /// Fractions written as percent (else counts, with one decimal when not whole).
+    pub percent: bool,
+    /// Grey diagonal cells without numbers (Tian et al. Fig. 4), instead of outlined ones.
+    pub hide_diagonal: bool,
+}
+
+impl MatrixCells {
+    /// Fractions of the row, as percent, the diagonal outlined.
+    pub const FRACTIONS: MatrixCells = MatrixCells {
+        full: 1.0,
+        percent: true,
+        hide_diagonal: false,
+    };
+
+    /// Counts, darkest at the largest of `values`, the diagonal hidden.
+    pub fn counts(values: impl Iterator<Item = f64>) -> MatrixCells {
+        MatrixCells {
+            full: values.fold(0.0, f64::max).max(1.0),
+            percent: false,
+            hide_diagonal: true,
+        }
+    }
+
+    fn text(&self, v: f64) -> String {
+        if self.percent {
+            format!("{:.0}", 100.0 * v)
+        } else if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        }
+    }
+}
+
+/// One heat-map panel of a K × K matrix (rows true classes), numbers in the cells up to 12
+/// classes.
+pub(crate) fn draw_matrix<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    caption: &str,
+    m: &[Vec<f64>],
+    cells: MatrixCells,
+    [x_desc, y_desc]: [&str; 2],
+) -> DrawResult<(), DB> {
+    let k = m.len();
+    let mut chart = ChartBuilder::on(panel)
+        .margin(14)
+        .x_label_area_size(70)
+        .y_label_area_size(80)
+        .caption(caption, style::caption_font())
+        .build_cartesian_2d(-0.5..k as f64 - 0.5, k as f64 - 0.5..-0.5)?;
+    style::mesh_style(&mut chart, x_desc, y_desc)
+        .disable_mesh()
+        .x_labels(k.min(20))
+        .y_labels(k.min(20))
+        .x_label_formatter(&style::tick_whole)
+        .y_label_formatter(&style::tick_whole)
+        .draw()?;
+    let cell = |x: f64, y: f64| [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)];
+    for (i, row) in m.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            let (x, y) = (j as f64, i as f64);
+            if i == j && cells.hide_diagonal {
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    cell(x, y),
+                    style::tint(style::REFERENCE, 0.25).filled(),
+                )))?;
+                continue;
+            }
+            let shade = v / cells.full;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                cell(x, y),
+                heat(shade).filled(),
+            )))?;
+            if k <= 12 {
+                let color = if shade > 0.45 { WHITE } else { BLACK };
+                chart.draw_series(std::iter::once(Text::new(
+                    cells.text(v),
+                    (x, y),
+                    ("DejaVu Sans", 15)
+                        .into_font()
+                        .color(&color)
+                        .pos(Pos::new(HPos::Center, VPos::Center)),
+                )))?;
+            }
+        }
+    }
+    if !cells.hide_diagonal {
+        for i in 0..k {
+            let x = i as f64;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                cell(x, x),
+                style::NEG.stroke_width(2),
+            )))?;
+        }
+    }
+    Ok(())
+}
+
 const CONFUSION_AXES: [&str; 2] = ["predicted class under attack", "true class"];
 
 impl Figure for Confusion {
     fn id(&self) -> &'static str {
-        "compare-confusion"
+        match self.kind {
+            ConfusionKind::RowNormalised => "compare-confusion",
+            ConfusionKind::Misclassified => "compare-misclassified",
+        }
     }
 
     fn title(&self) -> String {
-        format!(
-            "Confusion matrix under attack, rows normalised (model `{}`)",
-            self.model
-        )
+        match self.kind {
+            ConfusionKind::RowNormalised => format!(
+                "Confusion matrix under attack, rows normalised (model `{}`)",
+                self.model
+            ),
+            ConfusionKind::Misclassified => format!(
+                "Misclassified adversarial examples by true and predicted class (model `{}`)",
+                self.model
+            ),
+        }
     }
 
     fn reproduces(&self) -> &'static str {
-        "Tian et al. Fig. 2 and BAT Fig. 3: the robust confusion matrix (rows: true classes, \
-         columns: predictions on the adversarial examples, percent of the row)"
+        match self.kind {
+            ConfusionKind::RowNormalised => {
+                "Tian et al. Fig. 2: the robust confusion matrix (rows: true classes, columns: \
+                 predictions on the adversarial examples, percent of the row)"
+            }
+            ConfusionKind::Misclassified => {
+                "Tian et al. Fig. 4a: the misclassified confusion matrix (counts of adversarial \
+                 examples per true and predicted class, the diagonal hidden)"
+            }
+        }
     }
 
     fn look_at(&self) -> &'static str {
-        "The off-diagonal cells that stay dark for every method: the pairs of similar classes \
-         (e.g. shirt, T-shirt and pullover in Fashion-MNIST, cat and dog in CIFAR-10) that \
-         attacks push into each other."
+        match self.kind {
+            ConfusionKind::RowNormalised => {
+                "The off-diagonal cells that stay dark for every method: the pairs of similar \
+                 classes (e.g. shirt, T-shirt and pullover in Fashion-MNIST, cat and dog in \
+                 CIFAR-10) that attacks push into each other."
+            }
+            ConfusionKind::Misclassified => {
+                "The few dark cells that hold most errors of a row: a weak class loses its \
+                 examples to one or two confound classes (Tian: cat to dog), which is what a \
+                 class-wise fix can target."
+            }
+        }
     }
 
     fn size(&self) -> (u32, u32) {
@@ -622,7 +780,11 @@ impl Figure for Confusion {
     }
 
     fn tables(&self) -> Vec<Table> {
-        let mut t = Table::new("", &["method", "true", "predicted", "fraction"]);
+        let value = match self.kind {
+            ConfusionKind::RowNormalised => "fraction",
+            ConfusionKind::Misclassified => "count",
+        };
+        let mut t = Table::new("", &["method", "true", "predicted", value]);
         for (name, m) in &self.methods {
             for (i, row) in m.iter().enumerate() {
                 for (j, v) in row.iter().enumerate() {
@@ -645,53 +807,10 @@ impl Figure for Confusion {
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let panels = area.split_evenly((1, self.methods.len().max(1)));
-        let k = self.class_names.len();
+        let cells = self.cells();
         for (panel, (name, m)) in panels.iter().zip(&self.methods) {
-            let mut chart = ChartBuilder::on(panel)
-                .margin(14)
-                .x_label_area_size(70)
-                .y_label_area_size(80)
-                .caption(
-                    format!("{name} — {}", self.key.attack),
-                    style::caption_font(),
-                )
-                .build_cartesian_2d(-0.5..k as f64 - 0.5, k as f64 - 0.5..-0.5)?;
-            let [x_desc, y_desc] = CONFUSION_AXES;
-            style::mesh_style(&mut chart, x_desc, y_desc)
-                .disable_mesh()
-                .x_labels(k.min(20))
-                .y_labels(k.min(20))
-                .x_label_formatter(&style::tick_whole)
-                .y_label_formatter(&style::tick_whole)
-                .draw()?;
-            for (i, row) in m.iter().enumerate() {
-                for (j, &v) in row.iter().enumerate() {
-                    let (x, y) = (j as f64, i as f64);
-                    chart.draw_series(std::iter::once(Rectangle::new(
-                        [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
-                        heat(v).filled(),
-                    )))?;
-                    if k <= 12 {
-                        let text = format!("{:.0}", 100.0 * v);
-                        let color = if v > 0.45 { WHITE } else { BLACK };
-                        chart.draw_series(std::iter::once(Text::new(
-                            text,
-                            (x, y),
-                            ("DejaVu Sans", 15)
-                                .into_font()
-                                .color(&color)
-                                .pos(Pos::new(HPos::Center, VPos::Center)),
-                        )))?;
-                    }
-                }
-            }
-            for i in 0..k {
-                let x = i as f64;
-                chart.draw_series(std::iter::once(Rectangle::new(
-                    [(x - 0.5, x - 0.5), (x + 0.5, x + 0.5)],
-                    style::NEG.stroke_width(2),
-                )))?;
-            }
+            let caption = format!("{name} — {}", self.key.attack);
+            draw_matrix(panel, &caption, m, cells, CONFUSION_AXES)?;
         }
         Ok(())
     }

@@ -65,9 +65,14 @@ pub fn render_all(
             rendered.push(render(&figures::ClassBars::new(c, model, key)?, out)?);
             rendered.push(render(&figures::Radar::new(c, model, key)?, out)?);
             rendered.push(render(&figures::ErrorBars::new(c, model, key)?, out)?);
-            match figures::Confusion::new(c, model, key) {
-                Ok(f) => rendered.push(render(&f, out)?),
-                Err(e) => skipped.push(format!("the confusion matrices: {e}")),
+            for kind in [
+                figures::ConfusionKind::RowNormalised,
+                figures::ConfusionKind::Misclassified,
+            ] {
+                match figures::Confusion::new(c, model, key, kind) {
+                    Ok(f) => rendered.push(render(&f, out)?),
+                    Err(e) => skipped.push(format!("the confusion matrices ({kind:?}): {e}")),
+                }
             }
         }
     }
@@ -91,9 +96,15 @@ pub fn render_all(
         Ok(f) => rendered.push(render(&f, out)?),
         Err(e) => skipped.push(format!("the classes over the epochs: {e}")),
     }
-    match epochs::PlanOverEpochs::new(c, runs) {
+    for view in [&epochs::PLAN, &epochs::TRAINING_ATTACK] {
+        match epochs::PerClassOverEpochs::new(view, c, runs) {
+            Ok(f) => rendered.push(render(&f, out)?),
+            Err(e) => skipped.push(format!("{}: {e}", view.id)),
+        }
+    }
+    match epochs::TrainConfusion::new(c, runs) {
         Ok(f) => rendered.push(render(&f, out)?),
-        Err(e) => skipped.push(format!("the class-wise plan over the epochs: {e}")),
+        Err(e) => skipped.push(format!("the training confusion matrices: {e}")),
     }
     Ok((rendered, skipped))
 }

@@ -46,6 +46,9 @@ pub struct RunMetrics {
     pub robust_per_class: Vec<f64>,
     /// Row-normalised confusion under attack (fractions; rows: true classes), when logged.
     pub confusion: Option<Vec<Vec<f64>>>,
+    /// The confusion counts under attack with the diagonal 0 (Tian et al. Fig. 4a, the
+    /// "misclassified confusion matrix"), when logged.
+    pub misclassified: Option<Vec<Vec<f64>>>,
     /// Per class, its share of the misclassified adversarial examples' predictions: the
     /// off-diagonal column sums of the confusion counts over their total (BAT Fig. 2b, the
     /// target-class distribution), when the counts are logged and some image was misclassified.
@@ -93,6 +96,12 @@ impl RunMetrics {
             None => None,
         };
         let target_share = matrix.as_ref().and_then(|m| m.target_shares());
+        let misclassified = matrix.as_ref().map(|m| {
+            m.misclassified()
+                .into_iter()
+                .map(|row| row.into_iter().map(|n| n as f64).collect())
+                .collect()
+        });
         Ok(RunMetrics {
             clean_avg: r.clean.average(),
             clean_worst: clean.worst().value,
@@ -112,6 +121,7 @@ impl RunMetrics {
             clean_per_class: clean.per_class().to_vec(),
             robust_per_class: robust.per_class().to_vec(),
             confusion,
+            misclassified,
             target_share,
             cvc: r.cvc.clone(),
             flip_steps: r
@@ -164,6 +174,8 @@ pub struct Stats {
     pub robust_per_class: Vec<MeanStd>,
     /// The mean of the runs' row-normalised confusion matrices (all runs logged one).
     pub confusion: Option<Vec<Vec<f64>>>,
+    /// The mean of the runs' misclassified counts (Tian et al. Fig. 4a; all runs logged them).
+    pub misclassified: Option<Vec<Vec<f64>>>,
     /// Per class over the runs (when every run has it): the target-class share, the CVC and
     /// the mean attack steps to misclassification ([`RunMetrics`]).
     pub target_share: Option<Vec<MeanStd>>,
@@ -389,19 +401,21 @@ fn summarise(
         MeanStd::of(&per_run.iter().map(f).collect::<Vec<_>>()).expect("at least one run")
     };
     let k = per_run[0].clean_per_class.len();
-    let confusion = per_run
-        .iter()
-        .map(|m| m.confusion.as_ref())
-        .collect::<Option<Vec<_>>>()
-        .map(|all| {
+    // A K × K matrix every run has, averaged cell by cell.
+    let matrix_mean_of = |f: &dyn Fn(&RunMetrics) -> Option<&Vec<Vec<f64>>>| {
+        let all = per_run.iter().map(f).collect::<Option<Vec<_>>>()?;
+        Some(
             (0..k)
                 .map(|i| {
                     (0..k)
                         .map(|j| all.iter().map(|c| c[i][j]).sum::<f64>() / all.len() as f64)
                         .collect()
                 })
-                .collect()
-        });
+                .collect(),
+        )
+    };
+    let confusion = matrix_mean_of(&|m| m.confusion.as_ref());
+    let misclassified = matrix_mean_of(&|m| m.misclassified.as_ref());
     // A per-class list every run has, summarised class by class.
     let per_class_of = |f: &dyn Fn(&RunMetrics) -> Option<&Vec<f64>>| -> Option<Vec<MeanStd>> {
         let all = per_run.iter().map(f).collect::<Option<Vec<_>>>()?;
@@ -430,6 +444,7 @@ fn summarise(
         clean_per_class: (0..k).map(|c| over(&|m| m.clean_per_class[c])).collect(),
         robust_per_class: (0..k).map(|c| over(&|m| m.robust_per_class[c])).collect(),
         confusion,
+        misclassified,
         target_share,
         cvc,
         flip_steps,

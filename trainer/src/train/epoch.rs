@@ -228,7 +228,12 @@ pub fn train_epoch_from(
             .collect()
     };
     let confusion = if counted {
-        Some(host_counts(&confusion)?.chunks(k).map(<[u64]>::to_vec).collect())
+        Some(
+            host_counts(&confusion)?
+                .chunks(k)
+                .map(<[u64]>::to_vec)
+                .collect(),
+        )
     } else {
         None
     };

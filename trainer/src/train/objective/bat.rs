@@ -23,8 +23,8 @@ use tch::{Kind, Tensor};
 
 use super::trades::term_weights;
 use super::{
-    Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce,
-    kl, planned_step, prepare,
+    Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce, kl,
+    planned_step, prepare,
 };
 use crate::attack::{AttackInput, EarlyStopVariant, EarlyStoppedPgd, Pgd};
 use crate::error::{Result, invalid};

@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use super::{
-    Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce,
-    kl,
+    Objective, StepContext, StepOutput, TradesScaling, absolute_step, adversarial, ce, kl,
 };
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
