@@ -170,7 +170,10 @@ fn csl_weights_follow_the_logged_robust_errors() {
     assert!(not_all_equal(&want), "{want:?}");
 }
 
-/// Tian et al.'s class-wise β is the plan of every epoch; BAT and MART train and report.
+/// Tian et al.'s class-wise β is the plan of every epoch; BAT and MART train and report. BAT,
+/// asked to, logs the confusion counts of its training inputs, whose diagonal over the row sums
+/// is its t_k, and its attack's mean steps per class (BAT Figs. 2b and 3); MART's fixed-step
+/// attack logs no steps and, not asked, no confusion.
 #[test]
 fn class_beta_bat_and_mart_train() {
     let tmp = tempfile::tempdir().unwrap();
@@ -184,10 +187,39 @@ fn class_beta_bat_and_mart_train() {
     }
     for preset in ["fmnist-bat", "fmnist-mart"] {
         let dir = tmp.path().join(preset);
-        train(preset, &dir, &[]);
+        let bat = preset == "fmnist-bat";
+        train(
+            preset,
+            &dir,
+            if bat {
+                &["--set", "train.log_confusion=true"]
+            } else {
+                &[]
+            },
+        );
         let l = lines(&dir);
         assert_eq!(l.len(), 2, "{preset}");
         for line in &l {
+            assert_eq!(line["schema"], 3);
+            if bat {
+                let robust = floats(&line["train_robust"]);
+                let rows = line["train_confusion"].as_array().unwrap();
+                assert_eq!(rows.len(), 10);
+                for (k, row) in rows.iter().enumerate() {
+                    let row = floats(row);
+                    let total: f64 = row.iter().sum();
+                    assert!(total > 0.0, "class {k} has training images");
+                    assert_eq!(row[k] / total, robust[k], "class {k}: diagonal / row = t_k");
+                }
+                let steps = floats(&line["train_attack_steps"]);
+                assert_eq!(steps.len(), 10);
+                // BAT's attack: at most its 10 steps; not every class stops at the same step.
+                assert!(steps.iter().all(|s| (0.0..=10.0).contains(s)), "{steps:?}");
+                assert!(not_all_equal(&steps), "{steps:?}");
+            } else {
+                assert!(line.get("train_attack_steps").is_none(), "{line}");
+                assert!(line.get("train_confusion").is_none(), "{line}");
+            }
             let loss = line["train_loss"].as_f64().unwrap();
             assert!(loss.is_finite() && loss > 0.0, "{preset}: {loss}");
             assert!(

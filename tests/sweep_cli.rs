@@ -144,6 +144,7 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
     assert_eq!(
         planned,
         [
+            ("fmnist-bat-training".to_owned(), 2),
             ("fmnist-cfa-fig2-eps".to_owned(), 4),
             ("fmnist-cfa-fig3-beta".to_owned(), 4),
             ("fmnist-cfa-fig5-lambda".to_owned(), 3),

@@ -334,7 +334,9 @@ impl SweepSpec {
                         p.preset.file().display(),
                         p.group
                     ),
-                    "presets with different file names (a group is the preset's file name, the                      variant and the grid point; put settings that tell two runs of one file                      apart in [[variant]]s)",
+                    "presets with different file names (a group is the preset's file name, the \
+                     variant and the grid point; put settings that tell two runs of one file \
+                     apart in [[variant]]s)",
                 ));
             }
         }
