@@ -113,6 +113,7 @@ fn compare_groups_sweep_runs_and_labelled_runs() {
         "compare-radar.svg",
         "compare-class-errors.csv",
         "compare-confusion.png",
+        "compare-misclassified.png",
     ] {
         assert!(dest.join(file).is_file(), "{file} missing");
     }

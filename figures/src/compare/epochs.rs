@@ -41,6 +41,12 @@ fn first_logs<'a>(
         .collect()
 }
 
+/// (rows, columns) of a grid of `n` panels, two per row.
+fn two_columns(n: usize) -> (usize, usize) {
+    let cols = n.clamp(1, 2);
+    (n.div_ceil(cols), cols)
+}
+
 fn no_logs() -> crate::error::FigureError {
     invalid(
         "runs",
@@ -230,8 +236,7 @@ impl ClassesOverEpochs {
     }
 
     fn grid(&self) -> (usize, usize) {
-        let cols = self.methods.len().min(2);
-        (self.methods.len().div_ceil(cols), cols)
+        two_columns(self.methods.len())
     }
 }
 
@@ -656,8 +661,7 @@ impl TrainConfusion {
     }
 
     fn grid(&self) -> (usize, usize) {
-        let cols = self.panels.len().min(2);
-        (self.panels.len().div_ceil(cols), cols)
+        two_columns(self.panels.len())
     }
 }
 
