@@ -321,6 +321,7 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let (json, md) = free_paths(&dir.0, &stem);
     write_json(&json, "evaluation", &report)?;
     classwise_trainer::io::write_atomic(&md, markdown(&report).as_bytes())?;
+    report.write_predictions(&json)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -469,6 +470,7 @@ fn autoattack(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<
     write_json(&json, "autoattack report", &out.report)?;
     let text = classwise_trainer::eval::autoattack::markdown(&out.report);
     classwise_trainer::io::write_atomic(&md, text.as_bytes())?;
+    out.report.evaluation.write_predictions(&json)?;
     if a.save_adv {
         let path = json.with_file_name(format!(
             "{}-adv.safetensors",

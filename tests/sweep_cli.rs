@@ -149,6 +149,7 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
             ("fmnist-cfa-fig3-beta".to_owned(), 4),
             ("fmnist-cfa-fig5-lambda".to_owned(), 3),
             ("fmnist-cfa-table1".to_owned(), 18),
+            ("fmnist-tian-fig4-homing".to_owned(), 11),
             ("fmnist-wat-fig3-weight".to_owned(), 4),
             ("fmnist-wat-table1".to_owned(), 15),
             ("smoke".to_owned(), 4)

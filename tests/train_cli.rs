@@ -556,6 +556,143 @@ fn train_and_eval_honour_the_data_dir() {
     assert!(t.contains("CIFAR-10") && t.contains("cache"), "{t}");
 }
 
+/// `data.drop_classes` removes every training image of a class (Tian et al. §6) and nothing
+/// else; every report has per-image predictions beside it that add up to the report.
+#[test]
+fn a_class_left_out_of_training_and_per_image_predictions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    write_tiny_cifar10(&data, 20);
+    let config = tmp.path().join("tiny-cifar.toml");
+    std::fs::write(&config, CIFAR_CONFIG).unwrap();
+    let train = |out: &Path, set: &str| {
+        classwise(&[
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--set",
+            set,
+        ])
+        .output()
+        .unwrap()
+    };
+    let run = tmp.path().join("without-3");
+    let out = train(&run, "data.drop_classes=[3]");
+    assert!(out.status.success(), "{}", text(&out));
+    let json = |p: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    // Training record r of file f has label (r + f) % 10: 100 images, 10 of class 3.
+    let split = json(&run.join("split.json"));
+    let train_indices: Vec<u64> = split["train"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(train_indices.len(), 90);
+    assert!(
+        train_indices.iter().all(|i| (i % 20 + i / 20) % 10 != 3),
+        "{train_indices:?}"
+    );
+    // The test images stay: 2 of every class, class 3 included.
+    assert_eq!(split["test"].as_array().unwrap().len(), 20);
+    let config_text = std::fs::read_to_string(run.join("config.toml")).unwrap();
+    assert!(config_text.contains("drop_classes = [3]"), "{config_text}");
+
+    // predictions/report.json: per image, and the report's numbers are their counts.
+    let report = json(&run.join("report.json"));
+    let p = json(&run.join("predictions/report.json"));
+    assert_eq!(p["report"], "report.json");
+    assert_eq!(p["attack"], report["attack"]);
+    let list = |k: &str| -> Vec<u64> {
+        p[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let (labels, adversarial) = (list("labels"), list("adversarial"));
+    let robust: Vec<bool> = p["robust"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_bool().unwrap())
+        .collect();
+    assert_eq!(labels.len(), 20);
+    let mut counts = vec![0u64; 100];
+    for (&y, &a) in labels.iter().zip(&adversarial) {
+        counts[(10 * y + a) as usize] += 1;
+    }
+    let reported: Vec<u64> = report["confusion_under_attack"]["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, reported);
+    for class in 0..10u64 {
+        let flags: Vec<bool> = labels
+            .iter()
+            .zip(&robust)
+            .filter(|(y, _)| **y == class)
+            .map(|(_, r)| *r)
+            .collect();
+        let mean = flags.iter().filter(|r| **r).count() as f64 / flags.len() as f64;
+        assert_eq!(
+            report["robust"]["per_class"][class as usize].as_f64(),
+            Some(mean),
+            "class {class}"
+        );
+    }
+    // `classwise eval` writes them too, under the evaluation's name.
+    let out = classwise(&[
+        "eval",
+        "--run",
+        run.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--attack",
+        "fgsm",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let written: Vec<String> = std::fs::read_dir(run.join("predictions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        written.iter().any(|n| n.starts_with("eval-last-")),
+        "{written:?}"
+    );
+
+    // A class the data set does not have, a repeated class and every class are refused.
+    for (i, (set, expected)) in [
+        ("data.drop_classes=[10]", "classes 0..10"),
+        ("data.drop_classes=[2, 2]", "distinct"),
+        (
+            "data.drop_classes=[0,1,2,3,4,5,6,7,8,9]",
+            "fewer than the 10",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out = train(&tmp.path().join(format!("bad-{i}")), set);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{set}: {t}");
+        assert!(
+            t.contains("data.drop_classes") && t.contains(expected),
+            "{set}: {t}"
+        );
+    }
+}
+
 #[test]
 fn bad_train_input_is_reported_not_panicked() {
     let tmp = tempfile::tempdir().unwrap();

@@ -310,3 +310,37 @@ fn numbers_json_cannot_hold_are_refused_by_field() -> Result<()> {
     assert!(err.contains("`metrics.schema` = 1"), "{err}");
     Ok(())
 }
+
+/// `predictions/<report>`: three lists of one length, classes below K, this schema.
+#[test]
+fn predictions_are_checked_by_field() {
+    use classwise_core::record::{PREDICTIONS_SCHEMA, PredictionsRecord};
+    let line = r#"{"schema":1,"report":"report.json","attack":"pgd-5","eps":0.1,"robust_counting":"clean-and-adversarial","labels":[0,1,2],"adversarial":[0,2,2],"robust":[true,false,true]}"#;
+    let p: PredictionsRecord = serde_json::from_str(line).unwrap();
+    assert_eq!(p.schema, PREDICTIONS_SCHEMA);
+    p.check("p.json", 3).unwrap();
+    assert_eq!(serde_json::to_string(&p).unwrap(), line, "written as read");
+    let err = |p: &PredictionsRecord, k: usize| p.check("p.json", k).unwrap_err().to_string();
+    let e = err(&p, 2);
+    assert!(e.contains("p.json: labels") && e.contains("below 2"), "{e}");
+    let mut short = p.clone();
+    short.robust.pop();
+    let e = err(&short, 3);
+    assert!(
+        e.contains("p.json: robust") && e.contains("2 entries"),
+        "{e}"
+    );
+    let mut wrong = p.clone();
+    wrong.adversarial[0] = 7;
+    let e = err(&wrong, 3);
+    assert!(e.contains("p.json: adversarial") && e.contains('7'), "{e}");
+    let mut newer = p.clone();
+    newer.schema = 2;
+    let e = err(&newer, 3);
+    assert!(e.contains("p.json: schema"), "{e}");
+    assert!(
+        serde_json::from_str::<PredictionsRecord>(&line.replace("\"eps\"", "\"extra\":1,\"eps\""))
+            .is_err(),
+        "unknown fields are refused"
+    );
+}

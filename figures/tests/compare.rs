@@ -325,8 +325,9 @@ fn figures_draw_the_compared_numbers() {
         ]
     );
     // No confusion under AutoAttack, no grid in the group names, no steps or CVC in these
-    // reports, uniform plans, schema-2 logs without training steps or confusion.
-    assert_eq!(skipped.len(), 8, "{skipped:?}");
+    // reports, uniform plans, schema-2 logs without training steps or confusion, no run
+    // without a class.
+    assert_eq!(skipped.len(), 9, "{skipped:?}");
     for (s, what) in skipped.iter().zip([
         "confusion",
         "confusion",
@@ -336,6 +337,7 @@ fn figures_draw_the_compared_numbers() {
         "plan",
         "training-attack-steps",
         "training confusion",
+        "homing",
     ]) {
         assert!(s.contains(what), "{s} should be about {what}");
     }
@@ -724,4 +726,168 @@ fn training_steps_and_confusion_are_the_logged_ones() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("train_attack_steps"), "{e}");
+}
+
+/// `predictions/report.json` as `classwise_trainer::eval::Evaluation::write_predictions` writes
+/// it: for 40 images (10 per class, in class order), the adversarial prediction and robustness.
+fn predictions(adversarial: &[usize], robust: &[bool]) -> String {
+    let labels: Vec<usize> = (0..40).map(|i| i / 10).collect();
+    format!(
+        r#"{{"schema":1,"report":"report.json","attack":"{PGD}","eps":0.1,"robust_counting":"clean-and-adversarial","labels":{labels:?},"adversarial":{adversarial:?},"robust":{robust:?}}}"#
+    )
+}
+
+/// A run of group `p/data.drop_classes=[…]` trained without `dropped`, with its predictions.
+fn homing_run(root: &Path, dropped: &[usize], seed: u64, predicted: &str) -> RunInput {
+    let dir = root.join(format!("drop{dropped:?}-s{seed}"));
+    std::fs::create_dir_all(dir.join("predictions")).unwrap();
+    std::fs::write(
+        dir.join("report.json"),
+        report(PGD, [0.9; 4], [0.5; 4], None),
+    )
+    .unwrap();
+    std::fs::write(dir.join("predictions/report.json"), predicted).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!("name = \"p\"\n\n[data]\ndrop_classes = {dropped:?}\n"),
+    )
+    .unwrap();
+    RunInput {
+        dir,
+        group: format!("p/data.drop_classes={dropped:?}"),
+        seed: Some(seed),
+    }
+}
+
+/// Predictions of a retrained model: the images in `robust` are robust (predicted right), the
+/// others go to the next class.
+fn retrained(robust: &[usize]) -> String {
+    let flags: Vec<bool> = (0..40).map(|i| robust.contains(&i)).collect();
+    let adversarial: Vec<usize> = (0..40)
+        .map(|i| if flags[i] { i / 10 } else { (i / 10 + 1) % 4 })
+        .collect();
+    predictions(&adversarial, &flags)
+}
+
+#[test]
+fn homing_counts_the_errors_that_retraining_without_their_class_fixes() {
+    use classwise_figures::compare::homing::Homing;
+    let tmp = tempfile::tempdir().unwrap();
+    // The full model, seed 0: class 0 sends images 5-8 to 1 and 9 to 2, class 1 sends 14-19 to
+    // 0, class 2 sends 27-29 to 3; seed 1 gets image 9 right.
+    let full = |seed: u64| {
+        let adversarial: Vec<usize> = (0..40)
+            .map(|i| match i {
+                5..=8 => 1,
+                9 if seed == 0 => 2,
+                14..=19 => 0,
+                27..=29 => 3,
+                _ => i / 10,
+            })
+            .collect();
+        let robust: Vec<bool> = adversarial
+            .iter()
+            .enumerate()
+            .map(|(i, a)| *a == i / 10)
+            .collect();
+        predictions(&adversarial, &robust)
+    };
+    let root = tmp.path();
+    let mut inputs = vec![
+        homing_run(root, &[], 0, &full(0)),
+        homing_run(root, &[], 1, &full(1)),
+        // Without class 1, seed 0: images 5 and 6 home (14 is of class 1 itself).
+        homing_run(root, &[1], 0, &retrained(&[5, 6, 14])),
+        homing_run(root, &[1], 1, &retrained(&[5, 6, 7])),
+        // Without class 0: 14-16 home; image 9 is robust but was an error into 2, not 0.
+        homing_run(root, &[0], 0, &retrained(&[14, 15, 16, 9])),
+        homing_run(root, &[0], 1, &retrained(&[14, 15, 16, 17])),
+        // Without class 3 for seed 0 only: column 3 is not measured for every seed.
+        homing_run(root, &[3], 0, &retrained(&[27])),
+        // Two classes dropped: not a homing run.
+        homing_run(root, &[0, 1], 0, &retrained(&(0..40).collect::<Vec<_>>())),
+    ];
+    // A run of another configuration, without any dropped class, is left alone.
+    let other = tmp.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("report.json"),
+        report(PGD, [0.9; 4], [0.5; 4], None),
+    )
+    .unwrap();
+    inputs.push(RunInput {
+        dir: other,
+        group: "other".into(),
+        seed: Some(0),
+    });
+    let results = read(inputs.clone());
+    assert_eq!(results[7].dropped_classes, [0, 1]);
+    let h = Homing::new(&results, "last").unwrap();
+    assert_eq!(h.panels.len(), 1);
+    let p = &h.panels[0];
+    assert_eq!((p.base.as_str(), p.seeds), ("p", 2));
+    assert_eq!(p.missing, [2, 3]);
+    let m = [
+        [0.0, 4.0, 0.5, 0.0],
+        [6.0, 0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 3.0],
+        [0.0; 4],
+    ];
+    for (row, expected) in p.misclassified.iter().zip(m) {
+        assert_eq!(row.as_slice(), expected);
+    }
+    // Column 0: (3 + 4) / 2 for class 1; column 1: (2 + 3) / 2 for class 0.
+    close(p.homing[1][0], 3.5);
+    close(p.homing[0][1], 2.5);
+    let measured_zero = [(0, 0), (2, 0), (3, 0), (1, 1), (2, 1), (3, 1)];
+    for (i, j) in measured_zero {
+        assert_eq!(p.homing[i][j], 0.0, "({i}, {j})");
+    }
+    assert!((0..4).all(|i| p.homing[i][2].is_nan() && p.homing[i][3].is_nan()));
+
+    // The CSV holds both matrices, NaN where not measured; render_all draws it.
+    let (header, rows) = csv(&h.tables()[0]);
+    assert_eq!(
+        header,
+        "configuration,seeds,true,predicted,misclassified,homing"
+    );
+    assert_eq!(rows.len(), 16);
+    let row = |i: usize, j: usize| {
+        rows.iter()
+            .find(|r| r[2] == i.to_string() && r[3] == j.to_string())
+            .unwrap()
+    };
+    assert_eq!((num(&row(1, 0)[4]), num(&row(1, 0)[5])), (6.0, 3.5));
+    assert_eq!(row(2, 3)[5], "NaN");
+    let c = Comparison::new(&results, None).unwrap();
+    let out = tmp.path().join("out");
+    let (rendered, _) = render_all(&c, &results, "last", &out).unwrap();
+    let r = rendered.iter().find(|r| r.id == "compare-homing").unwrap();
+    let svg = std::fs::read_to_string(out.join("compare-homing.svg")).unwrap();
+    for label in &r.axis_labels {
+        assert!(svg.contains(label.as_str()), "{label}");
+    }
+
+    // A retrained run evaluated on other images is an error naming it.
+    let mut shifted = retrained(&[9]);
+    shifted = shifted.replacen("\"labels\":[0, ", "\"labels\":[1, ", 1);
+    inputs.push(homing_run(root, &[2], 0, &shifted));
+    let results = read(inputs.clone());
+    let e = Homing::new(&results, "last").unwrap_err().to_string();
+    assert!(e.contains("drop[2]-s0") && e.contains("same labels"), "{e}");
+
+    // Without the full runs there is nothing to compare with.
+    let e = Homing::new(&read(inputs[2..].to_vec()), "last")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("data.drop_classes"), "{e}");
+
+    // Predictions that disagree with their report are refused when read.
+    let bad = inputs[0].dir.join("predictions/report.json");
+    std::fs::write(&bad, full(0).replace(PGD, "fgsm")).unwrap();
+    let e = RunResults::read(inputs[0].clone()).unwrap_err().to_string();
+    assert!(
+        e.contains("predictions/report.json") && e.contains("fgsm"),
+        "{e}"
+    );
 }

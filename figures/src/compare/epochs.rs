@@ -15,7 +15,7 @@ use plotters::prelude::*;
 
 use classwise_core::record::EpochRecord;
 
-use super::figures::{MatrixCells, draw_matrix};
+use super::figures::{MatrixCells, draw_matrix, push_matrices};
 use super::load::RunResults;
 use super::stats::Comparison;
 use crate::classes::ClassLines;
@@ -697,19 +697,12 @@ impl Figure for TrainConfusion {
             &["method", "run", "epoch", "true", "predicted", "fraction"],
         );
         for (name, run, epoch, m) in &self.panels {
-            for (i, row) in m.iter().enumerate() {
-                for (j, v) in row.iter().enumerate() {
-                    t.push(vec![
-                        Cell::from(name.as_str()),
-                        Cell::from(run.as_str()),
-                        Cell::from(*epoch),
-                        Cell::from(i),
-                        Cell::from(j),
-                        Cell::from(*v),
-                    ])
-                    .expect("six cells");
-                }
-            }
+            let prefix = [
+                Cell::from(name.as_str()),
+                Cell::from(run.as_str()),
+                Cell::from(*epoch),
+            ];
+            push_matrices(&mut t, &prefix, &[m]);
         }
         vec![t]
     }

@@ -659,8 +659,25 @@ impl MatrixCells {
     }
 }
 
+/// Appends one row per cell (i, j) of K × K matrices to `t`: the `prefix` cells, the true
+/// class i, the predicted class j, then each matrix's value at (i, j). `t` has exactly these
+/// columns.
+pub(crate) fn push_matrices(t: &mut Table, prefix: &[Cell], matrices: &[&Vec<Vec<f64>>]) {
+    let Some(first) = matrices.first() else {
+        return;
+    };
+    for (i, row) in first.iter().enumerate() {
+        for j in 0..row.len() {
+            let mut cells = prefix.to_vec();
+            cells.extend([Cell::from(i), Cell::from(j)]);
+            cells.extend(matrices.iter().map(|m| Cell::from(m[i][j])));
+            t.push(cells).expect("the table's columns");
+        }
+    }
+}
+
 /// One heat-map panel of a K × K matrix (rows true classes), numbers in the cells up to 12
-/// classes.
+/// classes; a NaN cell (not measured) is drawn pale with a dash.
 pub(crate) fn draw_matrix<DB: DrawingBackend>(
     panel: &DrawingArea<DB, Shift>,
     caption: &str,
@@ -690,6 +707,22 @@ pub(crate) fn draw_matrix<DB: DrawingBackend>(
                 chart.draw_series(std::iter::once(Rectangle::new(
                     cell(x, y),
                     style::tint(style::REFERENCE, 0.25).filled(),
+                )))?;
+                continue;
+            }
+            if v.is_nan() {
+                // Not measured: a pale cell with a dash.
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    cell(x, y),
+                    style::tint(style::REFERENCE, 0.08).filled(),
+                )))?;
+                chart.draw_series(std::iter::once(Text::new(
+                    "–",
+                    (x, y),
+                    ("DejaVu Sans", 15)
+                        .into_font()
+                        .color(&style::REFERENCE)
+                        .pos(Pos::new(HPos::Center, VPos::Center)),
                 )))?;
                 continue;
             }
@@ -786,17 +819,7 @@ impl Figure for Confusion {
         };
         let mut t = Table::new("", &["method", "true", "predicted", value]);
         for (name, m) in &self.methods {
-            for (i, row) in m.iter().enumerate() {
-                for (j, v) in row.iter().enumerate() {
-                    t.push(vec![
-                        Cell::from(name.as_str()),
-                        Cell::from(i),
-                        Cell::from(j),
-                        Cell::from(*v),
-                    ])
-                    .expect("four cells");
-                }
-            }
+            push_matrices(&mut t, &[Cell::from(name.as_str())], &[m]);
         }
         vec![t]
     }

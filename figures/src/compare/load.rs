@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use classwise_core::record::{ProtocolRecord, REPORT_FILES, ReportRecord};
+use classwise_core::record::{PredictionsRecord, ProtocolRecord, REPORT_FILES, ReportRecord};
 use serde::Serialize;
 
 use crate::error::{FigureError, Result, invalid};
@@ -68,6 +68,39 @@ pub struct RunResults {
     pub evaluations: Vec<Evaluated>,
     /// `metrics.jsonl` with `report.json`, when the run has them (the per-epoch figures).
     pub log: Option<RunLog>,
+    /// The per-image predictions beside the final reports (`predictions/report.json`, …), by
+    /// model (the homing matrix of Tian et al. Fig. 4b); runs written before they existed
+    /// have none.
+    pub predictions: Vec<(String, PredictionsRecord)>,
+    /// The classes the run trained without: `data.drop_classes` of its `config.toml` (Tian et
+    /// al. §6), empty when it trained on every class or has no `config.toml`.
+    pub dropped_classes: Vec<usize>,
+}
+
+/// `data.drop_classes` of the run configuration at `path` (empty when the file or the key is
+/// absent).
+fn dropped_classes(path: &Path) -> Result<Vec<usize>> {
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let what = path.display().to_string();
+    let config: toml::Table = toml::from_str(&read(path)?).map_err(|e| {
+        invalid(
+            what.clone(),
+            e,
+            "a run configuration written by `classwise train`",
+        )
+    })?;
+    let Some(list) = config.get("data").and_then(|d| d.get("drop_classes")) else {
+        return Ok(Vec::new());
+    };
+    list.clone().try_into::<Vec<usize>>().map_err(|_| {
+        invalid(
+            format!("{what}: data.drop_classes"),
+            list,
+            "a list of class indices",
+        )
+    })
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -198,11 +231,38 @@ impl RunResults {
         } else {
             None
         };
+        let mut predictions = Vec::new();
+        for (model, file) in REPORT_FILES {
+            let path = dir.join("predictions").join(file);
+            let report = evaluations
+                .iter()
+                .find(|e| e.model == model && e.file == file);
+            if let (true, Some(report)) = (path.is_file(), report) {
+                let p: PredictionsRecord =
+                    parse(&path, "per-image predictions written by `classwise train`")?;
+                let what = path.display().to_string();
+                p.check(&what, class_names.len())?;
+                if p.labels.len() != report.report.n_samples || p.attack != report.report.attack {
+                    return Err(invalid(
+                        what,
+                        format!("{} images under {}", p.labels.len(), p.attack),
+                        format!(
+                            "the {} images under {} of {file}",
+                            report.report.n_samples, report.report.attack
+                        ),
+                    ));
+                }
+                predictions.push((model.to_owned(), p));
+            }
+        }
+        let dropped_classes = dropped_classes(&dir.join("config.toml"))?;
         Ok(RunResults {
             input,
             class_names,
             evaluations,
             log,
+            predictions,
+            dropped_classes,
         })
     }
 

@@ -9,6 +9,7 @@
 pub mod diagnostics;
 pub mod epochs;
 pub mod figures;
+pub mod homing;
 pub mod load;
 pub mod param;
 pub mod stats;
@@ -105,6 +106,10 @@ pub fn render_all(
     match epochs::TrainConfusion::new(c, runs) {
         Ok(f) => rendered.push(render(&f, out)?),
         Err(e) => skipped.push(format!("the training confusion matrices: {e}")),
+    }
+    match homing::Homing::new(runs, model) {
+        Ok(f) => rendered.push(render(&f, out)?),
+        Err(e) => skipped.push(format!("the homing matrix: {e}")),
     }
     Ok((rendered, skipped))
 }

@@ -46,7 +46,7 @@ impl GridPoint {
     }
 
     /// The group without coordinate `i`: what the other points of its series share.
-    fn without(&self, i: usize) -> String {
+    pub(crate) fn without(&self, i: usize) -> String {
         std::iter::once(self.base.clone())
             .chain(
                 self.coords

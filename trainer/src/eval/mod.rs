@@ -14,6 +14,9 @@
 use classwise_theory::metrics::{
     ClassAccuracySummary, ClassErrors, ConfusionMatrix, class_accuracy_from_flags, class_errors,
 };
+use std::path::{Path, PathBuf};
+
+use classwise_core::record::{PREDICTIONS_SCHEMA, PredictionsRecord};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
@@ -114,6 +117,57 @@ pub struct Evaluation {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps_to_flip: Option<FlipSteps>,
     pub warnings: Vec<String>,
+    /// What was decided for each test image; written beside the report as
+    /// `predictions/<report>.json` ([`Evaluation::predictions`]), not into it.
+    #[serde(skip)]
+    pub per_image: PerImage,
+}
+
+/// Per test image, in evaluation order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PerImage {
+    pub labels: Vec<usize>,
+    /// The prediction on the adversarial example.
+    pub adversarial: Vec<usize>,
+    /// Whether the image counts as robust under the evaluation's counting.
+    pub robust: Vec<bool>,
+}
+
+impl Evaluation {
+    /// The per-image record written as `predictions/<report>`, for the report file `report`
+    /// (Tian et al. §6, the homing matrix of their Fig. 4b, follows single images).
+    pub fn predictions(&self, report: &str) -> PredictionsRecord {
+        PredictionsRecord {
+            schema: PREDICTIONS_SCHEMA,
+            report: report.to_owned(),
+            attack: self.attack.clone(),
+            eps: self.eps,
+            robust_counting: self.robust_counting.name().to_owned(),
+            labels: self.per_image.labels.clone(),
+            adversarial: self.per_image.adversarial.clone(),
+            robust: self.per_image.robust.clone(),
+        }
+    }
+
+    /// Writes [`Evaluation::predictions`] of the report written at `report` (`<dir>/<name>`)
+    /// to `<dir>/predictions/<name>`, atomically and as compact JSON (three numbers per test
+    /// image). Returns the path written.
+    pub fn write_predictions(&self, report: &Path) -> Result<PathBuf> {
+        let name = report
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = report.parent().unwrap_or(Path::new("."));
+        let path = dir.join("predictions").join(&name);
+        let mut text =
+            serde_json::to_vec(&self.predictions(&name)).map_err(|source| TrainerError::Json {
+                what: "predictions",
+                source,
+            })?;
+        text.push(b'\n');
+        crate::io::write_atomic(&path, &text)?;
+        Ok(path)
+    }
 }
 
 /// Per class, how many ascent steps the attack needed to misclassify an image (BAT §3, the
@@ -329,6 +383,11 @@ pub(crate) fn summarize(
             FlipSteps::of(steps, &o.labels, &wrong, k, *max)
         }),
         warnings,
+        per_image: PerImage {
+            labels: o.labels.clone(),
+            adversarial: o.robust_pred.clone(),
+            robust: o.robust_ok.clone(),
+        },
     })
 }
 

@@ -122,6 +122,12 @@ pub struct DataConfig {
     /// Evaluate on only the first N test images per class.
     #[serde(default)]
     pub test_per_class: Option<usize>,
+    /// Train without these classes: every training image of them is removed, while the model
+    /// keeps one output per class and the validation and test images stay (Tian et al. §6:
+    /// retraining without a confound class, for the homing matrix of their Fig. 4b). Empty
+    /// (the default) trains on every class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_classes: Vec<usize>,
     /// The paper's final evaluation, run by `classwise eval --protocol`
     /// ([`crate::eval::protocol`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

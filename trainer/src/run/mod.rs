@@ -639,9 +639,11 @@ fn load_init(
     })
 }
 
-/// Writes `<stem>.json` and `<stem>.md`.
+/// Writes `<stem>.json`, `<stem>.md` and `predictions/<stem>.json`.
 fn write_report(dir: &RunDir, stem: &str, report: &Evaluation) -> Result<()> {
-    write_json(&dir.0.join(format!("{stem}.json")), "report", report)?;
+    let json = dir.0.join(format!("{stem}.json"));
+    write_json(&json, "report", report)?;
+    report.write_predictions(&json)?;
     crate::io::write_atomic(
         &dir.0.join(format!("{stem}.md")),
         markdown(report).as_bytes(),
@@ -661,7 +663,8 @@ struct SelectionNote {
 }
 
 /// Writes the report of a selected model: `<stem>.json` with a `selection` field naming the
-/// strategy and the epoch, and `<stem>.md` opening with the same in a sentence.
+/// strategy and the epoch, `<stem>.md` opening with the same in a sentence, and
+/// `predictions/<stem>.json`.
 fn write_selected_report(
     dir: &RunDir,
     stem: &str,
@@ -683,14 +686,16 @@ fn write_selected_report(
         note.epoch,
         note.strategy
     );
+    let json = dir.0.join(format!("{stem}.json"));
     write_json(
-        &dir.0.join(format!("{stem}.json")),
+        &json,
         "report",
         &Selected {
             selection: note,
             report,
         },
     )?;
+    report.write_predictions(&json)?;
     crate::io::write_atomic(
         &dir.0.join(format!("{stem}.md")),
         (sentence + &markdown(report)).as_bytes(),
