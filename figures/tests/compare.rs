@@ -18,7 +18,7 @@ use classwise_figures::compare::param::ParamSweep;
 use classwise_figures::compare::{
     Comparison, RunInput, RunResults, render_all, tables, write_tables,
 };
-use common::{csv, num};
+use common::{csv, num, row};
 
 const CLASSES: [&str; 4] = ["a", "b", "c", "d"];
 const PGD: &str = "pgd-10 ce step 0.025 uniform start";
@@ -280,18 +280,13 @@ fn figures_draw_the_compared_numbers() {
     let misclassified = Confusion::new(&c, "last", pgd, ConfusionKind::Misclassified).unwrap();
     let (header, rows) = csv(&misclassified.tables()[0]);
     assert_eq!(header, "method,true,predicted,count");
-    let count = |method: &str, i: usize, j: usize| {
-        let r = rows
-            .iter()
-            .find(|r| r[0] == method && r[1] == i.to_string() && r[2] == j.to_string())
-            .unwrap();
-        num(&r[3])
-    };
+    let count =
+        |method: &str, i: &str, j: &str| num(&row(&rows, &[(0, method), (1, i), (2, j)])[3]);
     // base: true 2 → 1 is 3 and 4 over the seeds; 3 → 2 is 8 in both; diagonals hidden.
-    assert_eq!(count("base", 2, 1), 3.5);
-    assert_eq!(count("base", 3, 2), 8.0);
-    assert_eq!(count("base", 0, 0), 0.0);
-    assert_eq!(count("fair", 0, 3), 2.0);
+    assert_eq!(count("base", "2", "1"), 3.5);
+    assert_eq!(count("base", "3", "2"), 8.0);
+    assert_eq!(count("base", "0", "0"), 0.0);
+    assert_eq!(count("fair", "0", "3"), 2.0);
 
     let epochs = WorstOverEpochs::new(&c, &results).unwrap();
     let (header, rows) = csv(&epochs.tables()[0]);
@@ -476,13 +471,8 @@ fn sweep_plan_and_class_figures_draw_the_logged_numbers() {
     );
     // Per point: 4 classes + avg + worst, robust then clean.
     assert_eq!(rows.len(), 3 * 2 * 6);
-    let at = |x: &str, side: &str, class: &str| {
-        let r = rows
-            .iter()
-            .find(|r| r[2] == x && r[4] == side && r[5] == class)
-            .unwrap_or_else(|| panic!("{x} {side} {class}"));
-        num(&r[6])
-    };
+    let at =
+        |x: &str, side: &str, class: &str| num(&row(&rows, &[(2, x), (4, side), (5, class)])[6]);
     close(at("0.2", "robust", "c"), 0.4);
     close(at("0.05", "robust", "d"), 0.3);
     close(at("0.1", "robust", "avg"), 0.5);
@@ -495,22 +485,17 @@ fn sweep_plan_and_class_figures_draw_the_logged_numbers() {
     let (header, rows) = csv(&plan.tables()[0]);
     assert_eq!(header, "method,run,rule,quantity,epoch,class,value");
     // Epoch 2, class 3: ε = 0.06; only ε varies.
-    let r = rows
-        .iter()
-        .find(|r| r[3] == "eps" && r[4] == "2" && r[5] == "3")
-        .unwrap();
-    close(num(&r[6]), 0.06);
+    close(num(&row(&rows, &[(3, "eps"), (4, "2"), (5, "3")])[6]), 0.06);
     assert!(rows.iter().all(|r| r[3] == "eps"));
 
     let classes = ClassesOverEpochs::new(&c, &results).unwrap();
     let (header, rows) = csv(&classes.tables()[0]);
     assert_eq!(header, "method,run,epoch,class,name,robust");
     assert_eq!(rows.len(), 4 * 2 * 4);
-    let r = rows
-        .iter()
-        .find(|r| r[0] == "vanilla" && r[2] == "2" && r[3] == "3")
-        .unwrap();
-    close(num(&r[5]), 0.3);
+    close(
+        num(&row(&rows, &[(0, "vanilla"), (2, "2"), (3, "3")])[5]),
+        0.3,
+    );
 
     let out = tmp.path().join("out");
     let (rendered, skipped) = render_all(&c, &results, "last", &out).unwrap();
@@ -674,11 +659,7 @@ fn training_steps_and_confusion_are_the_logged_ones() {
     assert_eq!(steps.methods.len(), 1, "only the run that logged its steps");
     let (_, rows) = csv(&steps.tables()[0]);
     let value = |quantity: &str, epoch: &str, class: &str| {
-        let r = rows
-            .iter()
-            .find(|r| r[3] == quantity && r[4] == epoch && r[5] == class)
-            .unwrap_or_else(|| panic!("{quantity} {epoch} {class}"));
-        num(&r[6])
+        num(&row(&rows, &[(3, quantity), (4, epoch), (5, class)])[6])
     };
     assert_eq!(value("attack_steps", "3", "0"), 3.0);
     assert_eq!(value("attack_steps", "1", "3"), 4.0);
@@ -691,17 +672,11 @@ fn training_steps_and_confusion_are_the_logged_ones() {
     assert_eq!(epochs, [2, 3]);
     let (header, rows) = csv(&training.tables()[0]);
     assert_eq!(header, "method,run,epoch,true,predicted,fraction");
-    let cell = |epoch: &str, i: usize, j: usize| {
-        let r = rows
-            .iter()
-            .find(|r| r[2] == epoch && r[3] == i.to_string() && r[4] == j.to_string())
-            .unwrap();
-        num(&r[5])
-    };
+    let cell = |epoch: &str, i: &str, j: &str| num(&row(&rows, &[(2, epoch), (3, i), (4, j)])[5]);
     // Epoch 3 (e = 2): row 0 is [6, 2, 0, 0] of 8; row 2 [0, 2, 6, 2] of 10.
-    close(cell("3", 0, 1), 0.25);
-    close(cell("2", 0, 1), 0.125);
-    close(cell("3", 2, 3), 0.2);
+    close(cell("3", "0", "1"), 0.25);
+    close(cell("2", "0", "1"), 0.125);
+    close(cell("3", "2", "3"), 0.2);
 
     // Both render, with their axis labels in the SVG.
     let out = tmp.path().join("out");
@@ -852,13 +827,12 @@ fn homing_counts_the_errors_that_retraining_without_their_class_fixes() {
         "configuration,seeds,true,predicted,misclassified,homing"
     );
     assert_eq!(rows.len(), 16);
-    let row = |i: usize, j: usize| {
-        rows.iter()
-            .find(|r| r[2] == i.to_string() && r[3] == j.to_string())
-            .unwrap()
-    };
-    assert_eq!((num(&row(1, 0)[4]), num(&row(1, 0)[5])), (6.0, 3.5));
-    assert_eq!(row(2, 3)[5], "NaN");
+    let cells = |i: &str, j: &str| row(&rows, &[(2, i), (3, j)]);
+    assert_eq!(
+        (num(&cells("1", "0")[4]), num(&cells("1", "0")[5])),
+        (6.0, 3.5)
+    );
+    assert_eq!(cells("2", "3")[5], "NaN");
     let c = Comparison::new(&results, None).unwrap();
     let out = tmp.path().join("out");
     let (rendered, _) = render_all(&c, &results, "last", &out).unwrap();

@@ -56,60 +56,72 @@ pub fn render_all(
     model: &str,
     out: &Path,
 ) -> Result<(Vec<Rendered>, Vec<String>)> {
-    let mut rendered = Vec::new();
-    let mut skipped = Vec::new();
+    let mut o = Outputs {
+        out,
+        rendered: Vec::new(),
+        skipped: Vec::new(),
+    };
     match c.primary_key(model) {
-        None => skipped.push(format!(
+        None => o.skipped.push(format!(
             "the class-wise figures: no evaluation of model `{model}` common to every group"
         )),
         Some(key) => {
-            rendered.push(render(&figures::ClassBars::new(c, model, key)?, out)?);
-            rendered.push(render(&figures::Radar::new(c, model, key)?, out)?);
-            rendered.push(render(&figures::ErrorBars::new(c, model, key)?, out)?);
+            o.add(
+                "the class-wise bars",
+                figures::ClassBars::new(c, model, key),
+            )?;
+            o.add("the radar chart", figures::Radar::new(c, model, key))?;
+            o.add("the error bars", figures::ErrorBars::new(c, model, key))?;
             for kind in [
                 figures::ConfusionKind::RowNormalised,
                 figures::ConfusionKind::Misclassified,
             ] {
-                match figures::Confusion::new(c, model, key, kind) {
-                    Ok(f) => rendered.push(render(&f, out)?),
-                    Err(e) => skipped.push(format!("the confusion matrices ({kind:?}): {e}")),
-                }
+                let what = format!("the confusion matrices ({kind:?})");
+                o.add(&what, figures::Confusion::new(c, model, key, kind))?;
             }
-        }
-    }
-    if let Some(key) = c.primary_key(model) {
-        match param::ParamSweep::new(c, model, key) {
-            Ok(f) => rendered.push(render(&f, out)?),
-            Err(e) => skipped.push(format!("the accuracy against a swept parameter: {e}")),
+            o.add(
+                "the accuracy against a swept parameter",
+                param::ParamSweep::new(c, model, key),
+            )?;
         }
     }
     for what in [&diagnostics::ATTACK_STEPS, &diagnostics::CVC] {
-        match diagnostics::ClassDiagnostic::new(c, model, c.primary_key(model), what) {
-            Ok(f) => rendered.push(render(&f, out)?),
-            Err(e) => skipped.push(format!("{}: {e}", what.id)),
-        }
+        let figure = diagnostics::ClassDiagnostic::new(c, model, c.primary_key(model), what);
+        o.add(what.id, figure)?;
     }
-    match epochs::WorstOverEpochs::new(c, runs) {
-        Ok(f) => rendered.push(render(&f, out)?),
-        Err(e) => skipped.push(format!("the worst class over the epochs: {e}")),
-    }
-    match epochs::ClassesOverEpochs::new(c, runs) {
-        Ok(f) => rendered.push(render(&f, out)?),
-        Err(e) => skipped.push(format!("the classes over the epochs: {e}")),
-    }
+    o.add(
+        "the worst class over the epochs",
+        epochs::WorstOverEpochs::new(c, runs),
+    )?;
+    o.add(
+        "the classes over the epochs",
+        epochs::ClassesOverEpochs::new(c, runs),
+    )?;
     for view in [&epochs::PLAN, &epochs::TRAINING_ATTACK] {
-        match epochs::PerClassOverEpochs::new(view, c, runs) {
-            Ok(f) => rendered.push(render(&f, out)?),
-            Err(e) => skipped.push(format!("{}: {e}", view.id)),
+        o.add(view.id, epochs::PerClassOverEpochs::new(view, c, runs))?;
+    }
+    o.add(
+        "the training confusion matrices",
+        epochs::TrainConfusion::new(c, runs),
+    )?;
+    o.add("the homing matrix", homing::Homing::new(runs, model))?;
+    Ok((o.rendered, o.skipped))
+}
+
+/// What [`render_all`] has rendered into `out` so far, and why each figure left out was.
+struct Outputs<'a> {
+    out: &'a Path,
+    rendered: Vec<Rendered>,
+    skipped: Vec<String>,
+}
+
+impl Outputs<'_> {
+    /// Renders `figure`, or records `what` was left out and why.
+    fn add<F: crate::render::Figure>(&mut self, what: &str, figure: Result<F>) -> Result<()> {
+        match figure {
+            Ok(f) => self.rendered.push(render(&f, self.out)?),
+            Err(e) => self.skipped.push(format!("{what}: {e}")),
         }
+        Ok(())
     }
-    match epochs::TrainConfusion::new(c, runs) {
-        Ok(f) => rendered.push(render(&f, out)?),
-        Err(e) => skipped.push(format!("the training confusion matrices: {e}")),
-    }
-    match homing::Homing::new(runs, model) {
-        Ok(f) => rendered.push(render(&f, out)?),
-        Err(e) => skipped.push(format!("the homing matrix: {e}")),
-    }
-    Ok((rendered, skipped))
 }

@@ -17,3 +17,11 @@ pub fn csv(table: &Table) -> (String, Vec<Vec<String>>) {
 pub fn num(cell: &str) -> f64 {
     cell.parse().unwrap_or_else(|e| panic!("{cell:?}: {e}"))
 }
+
+/// The first of `rows` whose cells hold the given `(column, text)` pairs; panics naming them.
+#[allow(dead_code)]
+pub fn row<'a>(rows: &'a [Vec<String>], key: &[(usize, &str)]) -> &'a [String] {
+    rows.iter()
+        .find(|r| key.iter().all(|(c, v)| r[*c] == *v))
+        .unwrap_or_else(|| panic!("no row with {key:?}"))
+}
