@@ -449,6 +449,16 @@ fn write_tiny_cifar10(root: &Path, per_file: usize) {
     }
 }
 
+/// A tiny CIFAR-10 (20 records per file) in `root/<data>` and [`CIFAR_CONFIG`] in
+/// `root/tiny-cifar.toml`: (data directory, configuration file).
+fn tiny_cifar(root: &Path, data: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = root.join(data);
+    write_tiny_cifar10(&dir, 20);
+    let config = root.join("tiny-cifar.toml");
+    std::fs::write(&config, CIFAR_CONFIG).unwrap();
+    (dir, config)
+}
+
 const CIFAR_CONFIG: &str = r#"
 name = "tiny-cifar"
 seed = 0
@@ -487,10 +497,7 @@ attack = { steps = 1, step = { kind = "absolute", value = 0.01 }, start = { kind
 #[test]
 fn train_and_eval_honour_the_data_dir() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("my data");
-    write_tiny_cifar10(&data, 20);
-    let config = tmp.path().join("tiny-cifar.toml");
-    std::fs::write(&config, CIFAR_CONFIG).unwrap();
+    let (data, config) = tiny_cifar(tmp.path(), "my data");
     let c = config.to_str().unwrap();
     // An empty set-up cache, so that only the given directory can hold CIFAR-10.
     let cache = tmp.path().join("cache");
@@ -561,10 +568,7 @@ fn train_and_eval_honour_the_data_dir() {
 #[test]
 fn a_class_left_out_of_training_and_per_image_predictions() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    write_tiny_cifar10(&data, 20);
-    let config = tmp.path().join("tiny-cifar.toml");
-    std::fs::write(&config, CIFAR_CONFIG).unwrap();
+    let (data, config) = tiny_cifar(tmp.path(), "data");
     let train = |out: &Path, set: &str| {
         classwise(&[
             "train",

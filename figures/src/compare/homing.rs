@@ -204,8 +204,7 @@ impl Figure for Homing {
 
     fn title(&self) -> String {
         format!(
-            "Misclassified adversarial examples and those that home after retraining without \
-             their confound class (model `{}`)",
+            "Misclassified and homing adversarial examples (model `{}`)",
             self.model
         )
     }
