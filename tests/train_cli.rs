@@ -592,12 +592,7 @@ fn a_class_left_out_of_training_and_per_image_predictions() {
     };
     // Training record r of file f has label (r + f) % 10: 100 images, 10 of class 3.
     let split = json(&run.join("split.json"));
-    let train_indices: Vec<u64> = split["train"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let train_indices: Vec<u64> = serde_json::from_value(split["train"].clone()).unwrap();
     assert_eq!(train_indices.len(), 90);
     assert!(
         train_indices.iter().all(|i| (i % 20 + i / 20) % 10 != 3),
@@ -613,31 +608,16 @@ fn a_class_left_out_of_training_and_per_image_predictions() {
     let p = json(&run.join("predictions/report.json"));
     assert_eq!(p["report"], "report.json");
     assert_eq!(p["attack"], report["attack"]);
-    let list = |k: &str| -> Vec<u64> {
-        p[k].as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect()
-    };
+    let list = |k: &str| -> Vec<u64> { serde_json::from_value(p[k].clone()).unwrap() };
     let (labels, adversarial) = (list("labels"), list("adversarial"));
-    let robust: Vec<bool> = p["robust"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_bool().unwrap())
-        .collect();
+    let robust: Vec<bool> = serde_json::from_value(p["robust"].clone()).unwrap();
     assert_eq!(labels.len(), 20);
     let mut counts = vec![0u64; 100];
     for (&y, &a) in labels.iter().zip(&adversarial) {
         counts[(10 * y + a) as usize] += 1;
     }
-    let reported: Vec<u64> = report["confusion_under_attack"]["counts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let reported: Vec<u64> =
+        serde_json::from_value(report["confusion_under_attack"]["counts"].clone()).unwrap();
     assert_eq!(counts, reported);
     for class in 0..10u64 {
         let flags: Vec<bool> = labels

@@ -21,6 +21,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use classwise_core::record::PredictionsRecord;
+use classwise_theory::metrics::ConfusionMatrix;
 
 use super::figures::{MatrixCells, draw_matrix, push_matrices};
 use super::load::RunResults;
@@ -67,11 +68,90 @@ fn base_of(r: &RunResults) -> String {
     }
 }
 
-fn predictions_of<'a>(r: &'a RunResults, model: &str) -> Option<&'a PredictionsRecord> {
+/// `r` with the per-image predictions of its `model`, when it has them.
+fn with_predictions<'a>(
+    r: &'a RunResults,
+    model: &str,
+) -> Option<(&'a RunResults, &'a PredictionsRecord)> {
     r.predictions
         .iter()
         .find(|(m, _)| m == model)
-        .map(|(_, p)| p)
+        .map(|(_, p)| (r, p))
+}
+
+/// Adds to column j of `h` the images that `full` sends to j under attack (j not being their
+/// class) and that are robust for `retrained`, the model trained without j.
+fn add_homed(
+    h: &mut [Vec<f64>],
+    j: usize,
+    full: &PredictionsRecord,
+    retrained: &PredictionsRecord,
+) {
+    let images = full
+        .labels
+        .iter()
+        .zip(&full.adversarial)
+        .zip(&retrained.robust);
+    for ((&y, &a), &robust) in images {
+        if a == j && y != j && robust {
+            h[y][j] += 1.0;
+        }
+    }
+}
+
+/// The panel of configuration `base`: its full runs (with predictions of `model`), each paired
+/// with the retrained runs of its own seed; `None` without a full run or a retrained run.
+fn panel(runs: &[RunResults], base: String, model: &str, k: usize) -> Result<Option<HomingPanel>> {
+    let of_base = |r: &&RunResults| base_of(r) == base;
+    let fulls: Vec<_> = runs
+        .iter()
+        .filter(of_base)
+        .filter(|r| r.dropped_classes.is_empty())
+        .filter_map(|r| with_predictions(r, model))
+        .collect();
+    if fulls.is_empty() {
+        return Ok(None);
+    }
+    let mut m = vec![vec![0.0; k]; k];
+    let mut h = vec![vec![0.0; k]; k];
+    let mut measured = vec![true; k];
+    for &(full, f) in &fulls {
+        let counts = ConfusionMatrix::from_predictions(&f.adversarial, &f.labels, k)?;
+        for (row, counts) in m.iter_mut().zip(counts.misclassified()) {
+            row.iter_mut().zip(counts).for_each(|(v, c)| *v += c as f64);
+        }
+        for (j, measured) in measured.iter_mut().enumerate() {
+            let retrained = runs
+                .iter()
+                .filter(of_base)
+                .filter(|r| r.dropped_classes == [j] && r.input.seed == full.input.seed)
+                .find_map(|r| with_predictions(r, model));
+            match retrained {
+                None => *measured = false,
+                Some(r) => {
+                    check_same_images((full, f), r)?;
+                    add_homed(&mut h, j, f, r.1);
+                }
+            }
+        }
+    }
+    if !measured.contains(&true) {
+        return Ok(None);
+    }
+    let n = fulls.len() as f64;
+    for (row_m, row_h) in m.iter_mut().zip(&mut h) {
+        for (j, (vm, vh)) in row_m.iter_mut().zip(row_h.iter_mut()).enumerate() {
+            *vm /= n;
+            *vh = if measured[j] { *vh / n } else { f64::NAN };
+        }
+    }
+    Ok(Some(HomingPanel {
+        base,
+        seeds: fulls.len(),
+        misclassified: m,
+        homing: h,
+        missing: (0..k).filter(|&j| !measured[j]).collect(),
+    }))
 }
 
 /// `retrained` was evaluated on the images of `full`, in the same order, under the same attack.
@@ -124,59 +204,7 @@ impl Homing {
         }
         let mut panels = Vec::new();
         for base in bases {
-            let of_base = |r: &&RunResults| base_of(r) == base;
-            let fulls: Vec<(&RunResults, &PredictionsRecord)> = runs
-                .iter()
-                .filter(of_base)
-                .filter(|r| r.dropped_classes.is_empty())
-                .filter_map(|r| predictions_of(r, model).map(|p| (r, p)))
-                .collect();
-            if fulls.is_empty() {
-                continue;
-            }
-            let mut m = vec![vec![0.0; k]; k];
-            let mut h = vec![vec![0.0; k]; k];
-            let mut measured = vec![true; k];
-            for &(full, f) in &fulls {
-                for (&y, &a) in f.labels.iter().zip(&f.adversarial) {
-                    if a != y {
-                        m[y][a] += 1.0;
-                    }
-                }
-                for (j, measured) in measured.iter_mut().enumerate() {
-                    let retrained = runs
-                        .iter()
-                        .filter(of_base)
-                        .filter(|r| r.dropped_classes == [j] && r.input.seed == full.input.seed)
-                        .find_map(|r| predictions_of(r, model).map(|p| (r, p)));
-                    let Some((r, p)) = retrained else {
-                        *measured = false;
-                        continue;
-                    };
-                    check_same_images((full, f), (r, p))?;
-                    for ((&y, &a), &robust) in f.labels.iter().zip(&f.adversarial).zip(&p.robust) {
-                        if a == j && y != j && robust {
-                            h[y][j] += 1.0;
-                        }
-                    }
-                }
-            }
-            let n = fulls.len() as f64;
-            for (row_m, row_h) in m.iter_mut().zip(&mut h) {
-                for (j, (vm, vh)) in row_m.iter_mut().zip(row_h.iter_mut()).enumerate() {
-                    *vm /= n;
-                    *vh = if measured[j] { *vh / n } else { f64::NAN };
-                }
-            }
-            if measured.iter().any(|&x| x) {
-                panels.push(HomingPanel {
-                    base,
-                    seeds: fulls.len(),
-                    misclassified: m,
-                    homing: h,
-                    missing: (0..k).filter(|&j| !measured[j]).collect(),
-                });
-            }
+            panels.extend(panel(runs, base, model, k)?);
         }
         if panels.is_empty() {
             return Err(invalid(

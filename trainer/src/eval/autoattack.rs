@@ -558,7 +558,7 @@ impl Cascade<'_> {
             self.eps,
             RobustCounting::CleanAndAdversarial,
             data.class_names(),
-            &outcomes,
+            outcomes,
             warnings,
         )?;
         let seconds = seconds_before + t_session.elapsed().as_secs_f64();

@@ -317,7 +317,7 @@ pub fn evaluate(
         eps,
         counting,
         class_names,
-        &Outcomes {
+        Outcomes {
             labels,
             clean_ok,
             robust_ok,
@@ -349,7 +349,7 @@ pub(crate) fn summarize(
     eps: f64,
     counting: RobustCounting,
     class_names: &[String],
-    o: &Outcomes,
+    o: Outcomes,
     warnings: Vec<String>,
 ) -> Result<Evaluation> {
     let k = class_names.len();
@@ -384,9 +384,9 @@ pub(crate) fn summarize(
         }),
         warnings,
         per_image: PerImage {
-            labels: o.labels.clone(),
-            adversarial: o.robust_pred.clone(),
-            robust: o.robust_ok.clone(),
+            labels: o.labels,
+            adversarial: o.robust_pred,
+            robust: o.robust_ok,
         },
     })
 }

@@ -322,7 +322,7 @@ fn natural(
         0.0,
         RobustCounting::CleanAndAdversarial,
         data.class_names(),
-        &Outcomes {
+        Outcomes {
             labels: labels.iter().map(|&l| l as usize).collect(),
             clean_ok: ok.clone(),
             robust_ok: ok,

@@ -375,6 +375,7 @@ impl RunConfig {
                 format!("{classes}, the number of classes of the data"),
             ));
         }
+        check_dropped(&self.data.drop_classes, classes)?;
         if self.model.input_shape != shape {
             return Err(invalid(
                 "model.input_shape",
@@ -544,5 +545,32 @@ fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
         })?;
     }
     here.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// `data.drop_classes` names distinct classes below `k` and leaves at least one.
+fn check_dropped(drop: &[usize], k: usize) -> Result<()> {
+    let field = "data.drop_classes";
+    if let Some(c) = drop.iter().find(|&&c| c >= k) {
+        return Err(invalid(field, c, format!("classes 0..{k} of the data set")));
+    }
+    if let Some((i, c)) = drop
+        .iter()
+        .enumerate()
+        .find(|(i, c)| drop[..*i].contains(c))
+    {
+        return Err(invalid(
+            field,
+            c,
+            format!("distinct classes (entry {i} repeats an earlier one)"),
+        ));
+    }
+    if drop.len() >= k {
+        return Err(invalid(
+            field,
+            format!("{} classes", drop.len()),
+            format!("fewer than the {k} classes of the data set"),
+        ));
+    }
     Ok(())
 }

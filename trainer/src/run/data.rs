@@ -8,7 +8,7 @@ use tch::{Device, Tensor};
 use super::config::RunConfig;
 use super::dir::RunDir;
 use crate::data::{self, Dataset, Part, Split};
-use crate::error::{Result, invalid};
+use crate::error::Result;
 use crate::eval::{Evaluation, evaluate};
 use crate::io::write_json;
 use crate::model::Model;
@@ -57,7 +57,6 @@ pub(crate) fn load_data(
     let labels = full.label_slice();
     let mut train = first_per_class(labels, &split.train, config.data.train_per_class, k);
     let drop = &config.data.drop_classes;
-    check_dropped(drop, k)?;
     train.retain(|&i| !drop.contains(&(labels[i as usize] as usize)));
     let all_test: Vec<i64> = (0..test_full.len() as i64).collect();
     let test = first_per_class(
@@ -83,33 +82,6 @@ pub(crate) fn load_data(
             .transpose()?,
         test: test_full.subset(&test)?,
     })
-}
-
-/// `data.drop_classes` names distinct classes below `k` and leaves at least one.
-fn check_dropped(drop: &[usize], k: usize) -> Result<()> {
-    let field = "data.drop_classes";
-    if let Some(c) = drop.iter().find(|&&c| c >= k) {
-        return Err(invalid(field, c, format!("classes 0..{k} of the data set")));
-    }
-    if let Some((i, c)) = drop
-        .iter()
-        .enumerate()
-        .find(|(i, c)| drop[..*i].contains(c))
-    {
-        return Err(invalid(
-            field,
-            c,
-            format!("distinct classes (entry {i} repeats an earlier one)"),
-        ));
-    }
-    if drop.len() >= k {
-        return Err(invalid(
-            field,
-            format!("{} classes", drop.len()),
-            format!("fewer than the {k} classes of the data set"),
-        ));
-    }
-    Ok(())
 }
 
 /// The first `n` per class of a whole data set (all of it when `n` is `None`).
