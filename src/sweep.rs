@@ -23,6 +23,11 @@ pub enum SweepCommand {
         /// The sweep directory [default: sweeps/out/<name>].
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Override a configuration value of every run, `--set key=value` as in `train`
+        /// (`--set epochs=1` for a quick trial of a sweep), repeatable; applied after the sweep
+        /// file's own overrides and recorded in the manifest.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
     },
     /// Run every unfinished run on this machine, N at a time (skips finished runs, resumes
     /// interrupted ones, goes on past failures and lists them).
@@ -135,7 +140,7 @@ impl SlurmArgs {
 
 pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
     match command {
-        SweepCommand::Plan { spec, out } => plan(&spec, out),
+        SweepCommand::Plan { spec, out, set } => plan(&spec, out, &set),
         SweepCommand::Run {
             dir,
             workers,
@@ -334,10 +339,10 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn plan(spec: &Path, out: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+fn plan(spec: &Path, out: Option<PathBuf>, set: &[String]) -> anyhow::Result<ExitCode> {
     let name = sweep::SweepSpec::from_file(spec)?.name;
     let out = out.unwrap_or_else(|| PathBuf::from("sweeps/out").join(name));
-    let (manifest, s) = sweep::plan(spec, &out)?;
+    let (manifest, s) = sweep::plan(spec, &out, set)?;
     println!(
         "planned sweep `{}` in {}: {} runs ({} kept from the previous plan, {} new)",
         manifest.name,

@@ -219,6 +219,38 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
     assert!(text(&out).contains("0..=5"), "{}", text(&out));
 }
 
+/// `sweep plan --set` overrides every run after the sweep file's own settings, and a bad
+/// override is refused with its key named.
+#[test]
+fn planning_with_command_line_overrides() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let out = classwise(&["sweep", "plan"])
+        .arg(smoke())
+        .arg("--out")
+        .arg(&dir)
+        .args(["--set", "epochs=1", "--set", "data.train_per_class=25"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    for r in manifest(&dir)["runs"].as_array().unwrap() {
+        let config: toml::Table = toml::from_str(r["config"].as_str().unwrap()).unwrap();
+        // The sweep file sets epochs=3 and train_per_class=40; the command line wins.
+        assert_eq!(config["epochs"].as_integer(), Some(1));
+        assert_eq!(config["data"]["train_per_class"].as_integer(), Some(25));
+        assert!(r["overrides"].as_array().unwrap().contains(&"epochs=1".into()));
+    }
+    let out = classwise(&["sweep", "plan"])
+        .arg(smoke())
+        .arg("--out")
+        .arg(tmp.path().join("bad"))
+        .args(["--set", "epochs=0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out).contains("epochs"), "{}", text(&out));
+}
+
 /// Polls until `done` holds (panics after two minutes).
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();

@@ -429,31 +429,11 @@ fn autoattack_and_protocol(a: &Path) {
     );
 }
 
-/// A tiny CIFAR-10 in the official binary format (`cifar-10-batches-bin/`: five training files
-/// and a test file of records `label, 1024 red, 1024 green, 1024 blue`): `per_file` records per
-/// file, labels cycling through the ten classes, the image of class k a flat grey of 20·k.
-fn write_tiny_cifar10(root: &Path, per_file: usize) {
-    let dir = root.join("cifar-10-batches-bin");
-    std::fs::create_dir_all(&dir).unwrap();
-    let files = (1..=5)
-        .map(|i| format!("data_batch_{i}.bin"))
-        .chain(["test_batch.bin".to_string()]);
-    for (f, name) in files.enumerate() {
-        let mut bytes = Vec::new();
-        for i in 0..per_file {
-            let label = ((i + f) % 10) as u8;
-            bytes.push(label);
-            bytes.extend(std::iter::repeat_n(20 * label, 3 * 1024));
-        }
-        std::fs::write(dir.join(name), bytes).unwrap();
-    }
-}
-
 /// A tiny CIFAR-10 (20 records per file) in `root/<data>` and [`CIFAR_CONFIG`] in
 /// `root/tiny-cifar.toml`: (data directory, configuration file).
 fn tiny_cifar(root: &Path, data: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let dir = root.join(data);
-    write_tiny_cifar10(&dir, 20);
+    common::write_tiny_cifar10(&dir, 20);
     let config = root.join("tiny-cifar.toml");
     std::fs::write(&config, CIFAR_CONFIG).unwrap();
     (dir, config)

@@ -1,5 +1,6 @@
 //! Helpers shared by the end-to-end tests.
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// The `classwise` binary with `args`, without a data-dir override from the environment.
@@ -62,4 +63,25 @@ pub fn metrics_without_times(run: &std::path::Path) -> Vec<serde_json::Value> {
             v
         })
         .collect()
+}
+
+/// Writes a tiny CIFAR-10 in its real binary format into `root/cifar-10-batches-bin`: five
+/// training files and a test file of `per_file` records, labels cycling through the classes,
+/// each image one grey level per class (learnable in a step).
+#[allow(dead_code)]
+pub fn write_tiny_cifar10(root: &Path, per_file: usize) {
+    let dir = root.join("cifar-10-batches-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = (1..=5)
+        .map(|i| format!("data_batch_{i}.bin"))
+        .chain(["test_batch.bin".to_string()]);
+    for (f, name) in files.enumerate() {
+        let mut bytes = Vec::new();
+        for i in 0..per_file {
+            let label = ((i + f) % 10) as u8;
+            bytes.push(label);
+            bytes.extend(std::iter::repeat_n(20 * label, 3 * 1024));
+        }
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
 }

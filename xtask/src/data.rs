@@ -102,7 +102,7 @@ pub fn setup_fashion_mnist(cache: &Path, system: &Path) -> Result<PathBuf, Setup
     Ok(target)
 }
 
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()

@@ -5,7 +5,10 @@
 //! - `test`: the README's test command (format, libtorch-free crates without libtorch, set-up,
 //!   the whole workspace's tests, clippy). `.ci/run` runs it, then `demo`.
 //! - `demo`: the README's main command (set-up, then `classwise demo`).
+//! - `book`: the course book (`docs/book`) with its figures and tables regenerated, into
+//!   `out/book`; with `--check`, opened in headless Chromium by `tests/book_browser.rs`.
 
+mod book;
 mod data;
 mod error;
 mod libtorch;
@@ -51,6 +54,22 @@ enum Cmd {
         #[arg(long, default_value = "out/demo")]
         out: PathBuf,
     },
+    /// Build the course book (`docs/book`) into `out/book`: set-up (with the pinned mdBook,
+    /// mdbook-katex and KaTeX's fonts), a release build of classwise, the book's figures and
+    /// tables regenerated (a fresh fmnist-smoke run on the real Fashion-MNIST among them), then
+    /// mdBook. Open `out/book/index.html`.
+    Book {
+        #[command(flatten)]
+        setup: SetupArgs,
+        /// Output folder.
+        #[arg(long, default_value = "out/book")]
+        out: PathBuf,
+        /// Then open every page in headless Chromium (Debian's `chromium`, installed when
+        /// missing and run as root) and check links, images and formulas
+        /// (`tests/book_browser.rs`); screenshots land in `<out>-screenshots/`.
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -72,6 +91,10 @@ struct SetupArgs {
     /// Skip the Fashion-MNIST step.
     #[arg(long)]
     no_data: bool,
+    /// Skip the book tools (mdBook, mdbook-katex, KaTeX's stylesheet and fonts), which only
+    /// `cargo xtask book` needs.
+    #[arg(long)]
+    no_book: bool,
     /// The link that `.cargo/config.toml` names as LIBTORCH.
     #[arg(long, hide = true)]
     link: Option<PathBuf>,
@@ -90,6 +113,11 @@ fn main() {
         Cmd::Test(args) => test(&args),
         Cmd::TestSlurm(args) => setup(&args).and_then(|()| test_slurm()),
         Cmd::Demo { setup: args, out } => demo(&args, &out),
+        Cmd::Book {
+            setup: args,
+            out,
+            check,
+        } => setup(&args).and_then(|()| book(&args, &out, check)),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
@@ -176,6 +204,9 @@ fn setup(args: &SetupArgs) -> anyhow::Result<()> {
         let dir = data::setup_fashion_mnist(&cache, &args.system_data_dir)?;
         eprintln!("  Fashion-MNIST: {}", dir.display());
     }
+    if !args.no_book {
+        book::ensure_tools(&cache)?;
+    }
     eprintln!(
         "classwise setup: done in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -238,6 +269,7 @@ fn test(args: &SetupArgs) -> anyhow::Result<()> {
     }
     run("tests of the libtorch packages", &mut rest)?;
     test_slurm()?;
+    book(args, Path::new("out/book"), true)?;
     run(
         "clippy",
         cargo().args([
@@ -299,6 +331,49 @@ fn check_no_torch(package: &str) -> anyhow::Result<()> {
         .find(|l| l.starts_with("tch ") || l.starts_with("torch-sys "))
     {
         bail!("{package} must not depend on libtorch, but its dependency tree has `{line}`");
+    }
+    Ok(())
+}
+
+/// Builds the book into `out` (relative to the directory `cargo xtask` was started in) with a
+/// release build of classwise; with `check`, runs the browser test on it.
+fn book(args: &SetupArgs, out: &Path, check: bool) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let cache = args
+        .cache_dir
+        .clone()
+        .unwrap_or_else(paths::default_cache_dir);
+    let tools = book::ensure_tools(&cache)?;
+    run(
+        "release build of classwise (for the book's figures)",
+        cargo().args(["build", "--release", "-p", "classwise"]),
+    )?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| paths::repo_root().join("target"));
+    let out = std::env::current_dir()
+        .context("cannot read the current directory")?
+        .join(out);
+    eprintln!("\n==> book: {}", out.display());
+    book::build(
+        &tools,
+        &target.join("release").join("classwise"),
+        &book::BookPaths::new(out.clone()),
+    )?;
+    eprintln!(
+        "==> book: built in {:.1} s; open {}",
+        started.elapsed().as_secs_f64(),
+        out.join("index.html").display()
+    );
+    if check {
+        book::ensure_chromium()?;
+        run(
+            "the book in headless Chromium (tests/book_browser.rs)",
+            cargo()
+                .args(["test", "-p", "classwise", "--test", "book_browser", "--"])
+                .arg("--ignored")
+                .env("CLASSWISE_BOOK_DIR", &out),
+        )?;
     }
     Ok(())
 }

@@ -57,6 +57,10 @@ pub struct SweepSpec {
     /// Dotted keys, each with the values it takes; the runs cover their cartesian product.
     #[serde(default)]
     pub grid: BTreeMap<String, Vec<toml::Value>>,
+    /// Overrides from the command line (`classwise sweep plan --set`), applied to every run
+    /// after the file's own (the sweep still sets each run's `name` and `seed`).
+    #[serde(skip)]
+    pub command_line: Vec<String>,
 }
 
 /// A preset of a sweep: a file, or a file with overrides of its own (applied after the sweep's
@@ -302,6 +306,7 @@ impl SweepSpec {
                         overrides.extend(preset.set().iter().cloned());
                         overrides.extend(variant.iter().flat_map(|v| v.set.iter().cloned()));
                         overrides.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
+                        overrides.extend(self.command_line.iter().cloned());
                         overrides.push(format!(
                             "name={}",
                             toml_text(&toml::Value::String(group_name(&group, seed)))
@@ -488,9 +493,12 @@ pub struct PlanSummary {
 
 /// Plans `spec_path` into `dir`: writes `manifest.json` atomically. An existing manifest's
 /// entries that are planned again keep their order (and so their array index) and their run
-/// directories; new ones follow.
-pub fn plan(spec_path: &Path, dir: &Path) -> Result<(Manifest, PlanSummary)> {
-    let spec = SweepSpec::from_file(spec_path)?;
+/// directories; new ones follow. `set` holds overrides applied to every run after the file's
+/// own (`classwise sweep plan --set`); they are part of each run's configuration, so planning
+/// again without them plans other runs.
+pub fn plan(spec_path: &Path, dir: &Path, set: &[String]) -> Result<(Manifest, PlanSummary)> {
+    let mut spec = SweepSpec::from_file(spec_path)?;
+    spec.command_line = set.to_vec();
     let sweep_dir = std::path::absolute(dir).at("resolving", dir)?;
     let mut fresh = spec.expand(spec_path, &sweep_dir)?;
     let previous = if Manifest::path(dir).exists() {

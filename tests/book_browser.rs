@@ -1,0 +1,280 @@
+//! The built book (`cargo xtask book`, into `out/book` or `$CLASSWISE_BOOK_DIR`) as headless
+//! Chromium shows it: every page is opened and its DOM read after the page's scripts ran (the
+//! sidebar's links are written by script), then
+//! - every internal link and image resolves (the file exists; a `#fragment` names an element
+//!   of the target page), and so does every font KaTeX's stylesheet loads;
+//! - formulas rendered: no KaTeX error, and no raw TeX left in the text outside code;
+//! - screenshots of the index and of chapter 2 are written to `<book>-screenshots/`.
+//!
+//! Ignored by `cargo test` (it needs the built book and Chromium): `cargo xtask book --check`
+//! and `cargo xtask test` run it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use scraper::{ElementRef, Html, Selector};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn book_dir() -> PathBuf {
+    std::env::var_os("CLASSWISE_BOOK_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("out/book"))
+}
+
+/// Chromium, headless, in a fresh profile, with no background network (the machine has none).
+fn chromium(profile: &Path) -> Command {
+    let mut cmd = Command::new(CHROMIUM);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--virtual-time-budget=3000",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    cmd
+}
+
+/// The page's DOM after its scripts ran.
+fn rendered_dom(page: &Path, profile: &Path) -> String {
+    let out = chromium(profile)
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {CHROMIUM}: {e} (cargo xtask book --check installs it)"));
+    assert!(
+        out.status.success() && !out.stdout.is_empty(),
+        "chromium could not open {}: {}",
+        page.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn selector(s: &str) -> Selector {
+    Selector::parse(s).unwrap()
+}
+
+/// The ids of the elements of the page at `path` (as served: the static file).
+fn ids(path: &Path) -> BTreeSet<String> {
+    let html = Html::parse_document(&std::fs::read_to_string(path).unwrap_or_default());
+    html.select(&selector("[id]"))
+        .filter_map(|e| e.value().attr("id").map(str::to_owned))
+        .collect()
+}
+
+/// Whether `target` (a link or source relative to `page`) resolves inside the book; `Err`
+/// says why not. External and special links are not followed (the machine has no network).
+fn resolves(book: &Path, page: &Path, target: &str) -> Result<(), String> {
+    if target.is_empty()
+        || target.contains("://")
+        || target.starts_with("mailto:")
+        || target.starts_with("javascript:")
+        || target.starts_with("data:")
+    {
+        return Ok(());
+    }
+    let (file, fragment) = target.split_once('#').unwrap_or((target, ""));
+    let file = file.split('?').next().unwrap_or(file);
+    let path = if file.is_empty() {
+        page.to_path_buf()
+    } else if let Some(abs) = file.strip_prefix('/') {
+        book.join(abs)
+    } else {
+        page.parent().unwrap().join(file)
+    };
+    let path = if path.is_dir() { path.join("index.html") } else { path };
+    if !path.is_file() || std::fs::metadata(&path).map_or(0, |m| m.len()) == 0 {
+        return Err(format!("`{target}`: no file {}", path.display()));
+    }
+    if !fragment.is_empty() && !ids(&path).contains(fragment) {
+        return Err(format!(
+            "`{target}`: {} has no element with id `{fragment}`",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The text of `e` outside code and outside rendered formulas (whose MathML keeps the TeX
+/// source as an annotation).
+fn prose(e: ElementRef, into: &mut String) {
+    for child in e.children() {
+        if let Some(el) = ElementRef::wrap(child) {
+            let v = el.value();
+            let skip = matches!(v.name(), "code" | "pre" | "script" | "style")
+                || v.classes().any(|c| c == "katex" || c == "katex-display");
+            if !skip {
+                prose(el, into);
+            }
+        } else if let Some(t) = child.value().as_text() {
+            into.push_str(t);
+            into.push(' ');
+        }
+    }
+}
+
+/// What in `text` looks like TeX that did not render: a control sequence (`\frac`), a display
+/// delimiter, or a `$…$` pair around TeX-like characters.
+fn raw_tex(text: &str) -> Option<String> {
+    let chars: Vec<char> = text.chars().collect();
+    for (i, w) in chars.windows(2).enumerate() {
+        if (w[0] == '\\' && w[1].is_ascii_alphabetic()) || w == ['$', '$'] {
+            let end = (i + 30).min(chars.len());
+            return Some(chars[i..end].iter().collect());
+        }
+    }
+    let mut dollars = text.match_indices('$').map(|(i, _)| i);
+    while let (Some(a), Some(b)) = (dollars.next(), dollars.next()) {
+        let inside = &text[a + 1..b];
+        if inside.len() < 80 && inside.contains(['_', '^', '{', '\\']) {
+            return Some(text[a..=b].to_owned());
+        }
+    }
+    None
+}
+
+#[test]
+fn the_raw_tex_detector_catches_unrendered_formulas_only() {
+    assert!(raw_tex(r"the weight \frac{1}{2} here").is_some());
+    assert!(raw_tex("inline $w_y$ left").is_some());
+    assert!(raw_tex("$$ a = b $$").is_some());
+    assert!(raw_tex("it costs $5 and $6 per hour").is_none());
+    assert!(raw_tex("plain prose with a C:\\ path? no: 5 \\ 3").is_none());
+}
+
+#[test]
+#[ignore = "needs the built book and Chromium: run `cargo xtask book --check`"]
+fn the_built_book_in_headless_chromium() {
+    let book = book_dir();
+    assert!(
+        book.join("index.html").is_file(),
+        "{} has no index.html: run `cargo xtask book` first",
+        book.display()
+    );
+    let profile = tempfile::tempdir().unwrap();
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&book)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            // The printable version repeats every page; toc.html is the sidebar's fallback.
+            !["print.html", "toc.html", "404.html"].contains(&name.as_ref())
+        })
+        .collect();
+    pages.sort();
+    assert!(pages.len() >= 10, "only {} pages in {}", pages.len(), book.display());
+
+    let mut problems = Vec::new();
+    let (mut links, mut images, mut formulas) = (0, 0, 0);
+    let mut chapter2_formulas = 0;
+    for page in &pages {
+        let name = page.file_name().unwrap().to_string_lossy().into_owned();
+        let dom = Html::parse_document(&rendered_dom(page, profile.path()));
+        for (sel, attr) in [("a[href]", "href"), ("link[href]", "href"), ("img[src]", "src")] {
+            for e in dom.select(&selector(sel)) {
+                let target = e.value().attr(attr).unwrap();
+                if sel == "img[src]" {
+                    images += 1;
+                } else {
+                    links += 1;
+                }
+                if let Err(e) = resolves(&book, page, target) {
+                    problems.push(format!("{name}: {e}"));
+                }
+            }
+        }
+        let errors = dom.select(&selector(".katex-error")).count();
+        if errors > 0 {
+            problems.push(format!("{name}: {errors} formulas failed to render"));
+        }
+        let n = dom.select(&selector(".katex")).count();
+        formulas += n;
+        if name.starts_with("ch2-") {
+            chapter2_formulas = n;
+        }
+        let main = dom.select(&selector("main")).next();
+        let Some(main) = main else {
+            problems.push(format!("{name}: no <main>"));
+            continue;
+        };
+        let mut text = String::new();
+        prose(main, &mut text);
+        if let Some(tex) = raw_tex(&text) {
+            problems.push(format!("{name}: raw TeX left on the page: `{tex}`"));
+        }
+    }
+    // The fonts KaTeX's stylesheet loads, relative to the stylesheet.
+    let css = walk(&book)
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("katex") && n.to_string_lossy().ends_with(".css"))
+        })
+        .expect("the book has no KaTeX stylesheet");
+    let sheet = std::fs::read_to_string(&css).unwrap();
+    let fonts: Vec<&str> = sheet
+        .split("url(")
+        .skip(1)
+        .filter_map(|s| s.split(')').next())
+        .collect();
+    assert!(fonts.len() > 20, "{}: {} font urls", css.display(), fonts.len());
+    for f in fonts {
+        if let Err(e) = resolves(&book, &css, f.trim_matches(['"', '\''])) {
+            problems.push(format!("{}: {e}", css.display()));
+        }
+    }
+    assert!(problems.is_empty(), "the built book:\n{}", problems.join("\n"));
+    eprintln!(
+        "{} pages: {links} links and {images} images resolve, {formulas} formulas rendered",
+        pages.len()
+    );
+    assert!(images >= 10, "only {images} images in the book");
+    assert!(formulas >= 200, "only {formulas} formulas in the book");
+    assert!(chapter2_formulas >= 30, "only {chapter2_formulas} formulas in chapter 2");
+
+    // Screenshots to look at.
+    let shots = book.with_file_name(format!(
+        "{}-screenshots",
+        book.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&shots).unwrap();
+    let chapter2 = pages
+        .iter()
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("ch2-"))
+        .expect("no chapter 2 page");
+    for (page, png) in [(&book.join("index.html"), "index.png"), (chapter2, "chapter-2.png")] {
+        let out = chromium(profile.path())
+            .arg("--window-size=1280,2000")
+            .arg(format!("--screenshot={}", shots.join(png).display()))
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let size = std::fs::metadata(shots.join(png)).map_or(0, |m| m.len());
+        assert!(size > 10_000, "{png}: {size} bytes");
+        eprintln!("screenshot: {}", shots.join(png).display());
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
+}
