@@ -284,7 +284,8 @@ fn run_page(page: &str) {
 
 /// Pages whose commands the tests below run; a page with commands that is not here fails
 /// [`every_page_with_commands_is_run`].
-const RUN: [&str; 7] = [
+const RUN: [&str; 9] = [
+    "introduction.md",
     "ch1-phenomenon.md",
     "ch2-binary-model.md",
     "ch3-errata.md",
@@ -292,6 +293,7 @@ const RUN: [&str; 7] = [
     "ch5-wat.md",
     "ch6-fashion-mnist.md",
     "ch7-scale.md",
+    "building.md",
 ];
 
 #[test]
@@ -326,36 +328,46 @@ fn the_command_reader_finds_commands_markers_and_continuations() {
 }
 
 #[test]
-fn commands_of_chapter_1_run() {
+fn commands_of_the_introduction_run() {
     run_page(RUN[0]);
 }
 
 #[test]
-fn commands_of_chapter_2_run() {
+fn commands_of_chapter_1_run() {
     run_page(RUN[1]);
 }
 
 #[test]
-fn commands_of_chapter_3_run() {
+fn commands_of_chapter_2_run() {
     run_page(RUN[2]);
 }
 
 #[test]
-fn commands_of_chapter_4_run() {
+fn commands_of_chapter_3_run() {
     run_page(RUN[3]);
 }
 
 #[test]
-fn commands_of_chapter_5_run() {
+fn commands_of_chapter_4_run() {
     run_page(RUN[4]);
 }
 
 #[test]
-fn commands_of_chapter_6_run() {
+fn commands_of_chapter_5_run() {
     run_page(RUN[5]);
 }
 
 #[test]
-fn commands_of_chapter_7_run() {
+fn commands_of_chapter_6_run() {
     run_page(RUN[6]);
+}
+
+#[test]
+fn commands_of_chapter_7_run() {
+    run_page(RUN[7]);
+}
+
+#[test]
+fn commands_of_the_building_page_run() {
+    run_page(RUN[8]);
 }

@@ -651,15 +651,17 @@ pub fn cfa_errata() -> Vec<ErratumReport> {
     // C1: Theorem 2 at ε = η has no maximiser.
     let m = unit_model(0.85, 0.7);
     let r1 = m.average_robust_accuracy(1.0, 0.4, paper).unwrap();
-    let r10 = m.average_robust_accuracy(10.0, 0.4, paper).unwrap();
+    // At w = 3 the gap to the supremum P/2 is 7e-4, well above rounding (at w = 10 it is about
+    // 4e-24, below what an f64 near 0.775 resolves).
+    let r3 = m.average_robust_accuracy(3.0, 0.4, paper).unwrap();
     let arg = m.w_hat(0.4).unwrap();
     out.push(ErratumReport::new(
         "C1",
         "CFA Theorem 2",
         "ŵ_ε exists and increases for 0 ≤ ε ≤ η",
-        r1 < r10 && r10 < 0.775 && arg == Argmax::PlusInfinity,
+        r1 < r3 && 0.775 - r3 > 1e-4 && arg == Argmax::PlusInfinity,
         format!(
-            "σ=1, d=1, η=ε=0.4, p=.85/.7: R̄(1)={r1:.6} < R̄(10)={r10:.12} < P/2=0.775, argmax {}; correct range 0 ≤ ε < η",
+            "σ=1, d=1, η=ε=0.4, p=.85/.7: R̄(1)={r1:.6} < R̄(3)={r3:.6} < P/2=0.775 (the supremum, approached as w → ∞), argmax {}; correct range 0 ≤ ε < η",
             arg.label()
         ),
     ));
@@ -779,7 +781,7 @@ pub fn cfa_errata() -> Vec<ErratumReport> {
         "\"distribution function and probability density … as φ(x) and Φ(x)\"",
         (integral - crate::normal::cdf(1.0)).abs() < 1e-8 && (integral - crate::normal::pdf(1.0)).abs() > 0.1,
         format!(
-            "∫_{{-40}}^{{1}} φ = {integral:.10} = Φ(1) = {:.10} ≠ φ(1) = {:.10}: φ is the density, Φ the distribution function",
+            "∫_{{-40}}^{{1}} φ ≈ {integral:.10} (trapezoid rule, error below 1e-8) ≈ Φ(1) = {:.10} ≠ φ(1) = {:.10}: φ is the density, Φ the distribution function",
             crate::normal::cdf(1.0),
             crate::normal::pdf(1.0)
         ),

@@ -203,11 +203,10 @@ pub struct BookPaths {
 }
 
 impl BookPaths {
-    pub fn new(out: PathBuf) -> Self {
-        let root = paths::repo_root();
+    pub fn new(source: PathBuf, out: PathBuf) -> Self {
         BookPaths {
-            source: root.join("docs").join("book"),
-            work: root.join("target").join("book"),
+            source,
+            work: paths::repo_root().join("target").join("book"),
             out,
         }
     }

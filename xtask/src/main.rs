@@ -69,6 +69,9 @@ enum Cmd {
         /// (`tests/book_browser.rs`); screenshots land in `<out>-screenshots/`.
         #[arg(long)]
         check: bool,
+        /// The book's sources.
+        #[arg(long, hide = true, default_value = "docs/book")]
+        source: PathBuf,
     },
 }
 
@@ -117,7 +120,8 @@ fn main() {
             setup: args,
             out,
             check,
-        } => setup(&args).and_then(|()| book(&args, &out, check)),
+            source,
+        } => setup(&args).and_then(|()| book(&args, &source, &out, check)),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
@@ -269,7 +273,7 @@ fn test(args: &SetupArgs) -> anyhow::Result<()> {
     }
     run("tests of the libtorch packages", &mut rest)?;
     test_slurm()?;
-    book(args, Path::new("out/book"), true)?;
+    book(args, Path::new("docs/book"), Path::new("out/book"), true)?;
     run(
         "clippy",
         cargo().args([
@@ -335,9 +339,10 @@ fn check_no_torch(package: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds the book into `out` (relative to the directory `cargo xtask` was started in) with a
+/// Builds the book in `source` into `out` (both relative to the directory `cargo xtask` was
+/// started in) with a
 /// release build of classwise; with `check`, runs the browser test on it.
-fn book(args: &SetupArgs, out: &Path, check: bool) -> anyhow::Result<()> {
+fn book(args: &SetupArgs, source: &Path, out: &Path, check: bool) -> anyhow::Result<()> {
     let started = Instant::now();
     let cache = args
         .cache_dir
@@ -351,14 +356,13 @@ fn book(args: &SetupArgs, out: &Path, check: bool) -> anyhow::Result<()> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| paths::repo_root().join("target"));
-    let out = std::env::current_dir()
-        .context("cannot read the current directory")?
-        .join(out);
+    let here = std::env::current_dir().context("cannot read the current directory")?;
+    let out = here.join(out);
     eprintln!("\n==> book: {}", out.display());
     book::build(
         &tools,
         &target.join("release").join("classwise"),
-        &book::BookPaths::new(out.clone()),
+        &book::BookPaths::new(here.join(source), out.clone()),
     )?;
     eprintln!(
         "==> book: built in {:.1} s; open {}",

@@ -27,7 +27,7 @@ pub struct Fig1b {
 
 const CLASSES: [Class; 2] = [Class::Pos, Class::Neg];
 const NAMES: [&str; 2] = ["₊₁", "₋₁"];
-const AXES: [&str; 2] = ["w   (f_w(x) = sign(x₁ + (x₂ + … + x_{d+1})/w))", "accuracy"];
+const AXES: [&str; 2] = ["w   (f_w(x) = sign(x₁ + (x₂ + … + x_(d+1))/w))", "accuracy"];
 
 impl Fig1b {
     /// The paper's setting: d = 1, σ² = 0.6, η = 0.4, p = 0.85/0.7, ε = 0.8, w ∈ [0.01, 3].

@@ -17,7 +17,7 @@ use crate::theory::grid;
 /// The dimensions compared.
 pub const DIMS: [u32; 3] = [1, 10, 100];
 
-const X_DESC: &str = "noise variance σ² of x₂ … x_{d+1}";
+const X_DESC: &str = "noise variance σ² of x₂ … x_(d+1)";
 const Y_DESC: &str = "w*_y = argmax_w A_y(w)";
 
 const CLASSES: [Class; 2] = [Class::Pos, Class::Neg];

@@ -14,7 +14,7 @@ use crate::style::{self, Dash, DrawResult};
 use crate::table::Table;
 use crate::theory::grid;
 
-const X_DESC: &str = "w   (f_w(x) = sign(x₁ + (x₂ + … + x_{d+1})/w))";
+const X_DESC: &str = "w   (f_w(x) = sign(x₁ + (x₂ + … + x_(d+1))/w))";
 const Y_A: &str = "clean accuracy A_y(w)";
 const Y_B: &str = "slope ∂A_y/∂w";
 
