@@ -129,7 +129,7 @@ pub enum ToyCommand {
 
 #[derive(Args)]
 pub struct MulticlassArgs {
-    /// natural | at | trades | fat | cfa (= cfa-trades) | cfa-at | cfa-trades | cfa-fat | wat | frl
+    /// natural | at | trades | fat | cfa (= cfa-trades) | cfa-at | cfa-trades | cfa-fat | wat | frl | csl
     #[arg(long, default_value = "at")]
     method: String,
     /// Start from this run configuration (JSON, the `config` object of a report) instead of the

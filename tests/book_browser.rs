@@ -48,7 +48,9 @@ fn rendered_dom(page: &Path, profile: &Path) -> String {
         .arg("--dump-dom")
         .arg(format!("file://{}", page.display()))
         .output()
-        .unwrap_or_else(|e| panic!("cannot start {CHROMIUM}: {e} (cargo xtask book --check installs it)"));
+        .unwrap_or_else(|e| {
+            panic!("cannot start {CHROMIUM}: {e} (cargo xtask book --check installs it)")
+        });
     assert!(
         out.status.success() && !out.stdout.is_empty(),
         "chromium could not open {}: {}",
@@ -90,7 +92,11 @@ fn resolves(book: &Path, page: &Path, target: &str) -> Result<(), String> {
     } else {
         page.parent().unwrap().join(file)
     };
-    let path = if path.is_dir() { path.join("index.html") } else { path };
+    let path = if path.is_dir() {
+        path.join("index.html")
+    } else {
+        path
+    };
     if !path.is_file() || std::fs::metadata(&path).map_or(0, |m| m.len()) == 0 {
         return Err(format!("`{target}`: no file {}", path.display()));
     }
@@ -171,7 +177,12 @@ fn the_built_book_in_headless_chromium() {
         })
         .collect();
     pages.sort();
-    assert!(pages.len() >= 5, "only {} pages in {}", pages.len(), book.display());
+    assert!(
+        pages.len() >= 5,
+        "only {} pages in {}",
+        pages.len(),
+        book.display()
+    );
 
     let mut problems = Vec::new();
     let (mut links, mut images, mut formulas) = (0, 0, 0);
@@ -179,7 +190,11 @@ fn the_built_book_in_headless_chromium() {
     for page in &pages {
         let name = page.file_name().unwrap().to_string_lossy().into_owned();
         let dom = Html::parse_document(&rendered_dom(page, profile.path()));
-        for (sel, attr) in [("a[href]", "href"), ("link[href]", "href"), ("img[src]", "src")] {
+        for (sel, attr) in [
+            ("a[href]", "href"),
+            ("link[href]", "href"),
+            ("img[src]", "src"),
+        ] {
             for e in dom.select(&selector(sel)) {
                 let target = e.value().attr(attr).unwrap();
                 if sel == "img[src]" {
@@ -216,8 +231,9 @@ fn the_built_book_in_headless_chromium() {
     let css = walk(&book)
         .into_iter()
         .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("katex") && n.to_string_lossy().ends_with(".css"))
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy().starts_with("katex") && n.to_string_lossy().ends_with(".css")
+            })
         })
         .expect("the book has no KaTeX stylesheet");
     let sheet = std::fs::read_to_string(&css).unwrap();
@@ -226,20 +242,32 @@ fn the_built_book_in_headless_chromium() {
         .skip(1)
         .filter_map(|s| s.split(')').next())
         .collect();
-    assert!(fonts.len() > 20, "{}: {} font urls", css.display(), fonts.len());
+    assert!(
+        fonts.len() > 20,
+        "{}: {} font urls",
+        css.display(),
+        fonts.len()
+    );
     for f in fonts {
         if let Err(e) = resolves(&book, &css, f.trim_matches(['"', '\''])) {
             problems.push(format!("{}: {e}", css.display()));
         }
     }
-    assert!(problems.is_empty(), "the built book:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "the built book:\n{}",
+        problems.join("\n")
+    );
     eprintln!(
         "{} pages: {links} links and {images} images resolve, {formulas} formulas rendered",
         pages.len()
     );
     assert!(images >= 10, "only {images} images in the book");
     assert!(formulas >= 200, "only {formulas} formulas in the book");
-    assert!(chapter2_formulas >= 30, "only {chapter2_formulas} formulas in chapter 2");
+    assert!(
+        chapter2_formulas >= 30,
+        "only {chapter2_formulas} formulas in chapter 2"
+    );
 
     // Screenshots to look at.
     let shots = book.with_file_name(format!(
@@ -251,14 +279,21 @@ fn the_built_book_in_headless_chromium() {
         .iter()
         .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("ch2-"))
         .expect("no chapter 2 page");
-    for (page, png) in [(&book.join("index.html"), "index.png"), (chapter2, "chapter-2.png")] {
+    for (page, png) in [
+        (&book.join("index.html"), "index.png"),
+        (chapter2, "chapter-2.png"),
+    ] {
         let out = chromium(profile.path())
             .arg("--window-size=1280,2000")
             .arg(format!("--screenshot={}", shots.join(png).display()))
             .arg(format!("file://{}", page.display()))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let size = std::fs::metadata(shots.join(png)).map_or(0, |m| m.len());
         assert!(size > 10_000, "{png}: {size} bytes");
         eprintln!("screenshot: {}", shots.join(png).display());

@@ -238,7 +238,12 @@ fn planning_with_command_line_overrides() {
         // The sweep file sets epochs=3 and train_per_class=40; the command line wins.
         assert_eq!(config["epochs"].as_integer(), Some(1));
         assert_eq!(config["data"]["train_per_class"].as_integer(), Some(25));
-        assert!(r["overrides"].as_array().unwrap().contains(&"epochs=1".into()));
+        assert!(
+            r["overrides"]
+                .as_array()
+                .unwrap()
+                .contains(&"epochs=1".into())
+        );
     }
     let out = classwise(&["sweep", "plan"])
         .arg(smoke())

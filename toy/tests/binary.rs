@@ -246,7 +246,7 @@ fn fit_shows_theorems_2_and_3() {
         serde_json::to_string_pretty(&r).unwrap()
     );
     // At ε = 0.3 the population maximum R̄(ŵ, 0.3) exceeds the supremum P/2 at w → ∞ by only
-    // ~3·10⁻⁸, far below the sampling error, so the empirical optimum may sit at +∞ there (it
+    // ~1.7·10⁻⁸, far below the sampling error, so the empirical optimum may sit at +∞ there (it
     // still counts for monotonicity); closeness is checked where the peak is detectable.
     for p in &r.points[..3] {
         let truth = p.closed_form.unwrap().0.value().unwrap();

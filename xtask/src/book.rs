@@ -81,7 +81,12 @@ fn ensure_crate(root: &Path, c: &Crate) -> anyhow::Result<()> {
     let installed = version_of(&binary)
         .is_some_and(|v| v.trim_start_matches(|ch: char| !ch.is_ascii_digit()) == c.version);
     if installed {
-        eprintln!("  {} {}: {} (up to date)", c.name, c.version, binary.display());
+        eprintln!(
+            "  {} {}: {} (up to date)",
+            c.name,
+            c.version,
+            binary.display()
+        );
         return Ok(());
     }
     eprintln!(
@@ -119,7 +124,10 @@ fn ensure_crate(root: &Path, c: &Crate) -> anyhow::Result<()> {
 fn ensure_katex(cache: &Path) -> anyhow::Result<PathBuf> {
     let dir = cache.join(format!("katex-{KATEX_VERSION}"));
     if dir.join("katex.min.css").is_file() && dir.join("fonts").is_dir() {
-        eprintln!("  KaTeX {KATEX_VERSION} stylesheet and fonts: {} (up to date)", dir.display());
+        eprintln!(
+            "  KaTeX {KATEX_VERSION} stylesheet and fonts: {} (up to date)",
+            dir.display()
+        );
         return Ok(dir);
     }
     let downloads = cache.join("downloads");
@@ -127,9 +135,15 @@ fn ensure_katex(cache: &Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot create {}", downloads.display()))?;
     let tarball = downloads.join(format!("katex-{KATEX_VERSION}.tgz"));
     if !tarball.is_file() {
-        eprintln!("  KaTeX {KATEX_VERSION}: `npm pack katex@{KATEX_VERSION}` from the npm registry");
+        eprintln!(
+            "  KaTeX {KATEX_VERSION}: `npm pack katex@{KATEX_VERSION}` from the npm registry"
+        );
         let out = Command::new("npm")
-            .args(["pack", &format!("katex@{KATEX_VERSION}"), "--pack-destination"])
+            .args([
+                "pack",
+                &format!("katex@{KATEX_VERSION}"),
+                "--pack-destination",
+            ])
             .arg(&downloads)
             .output()
             .context(
@@ -176,7 +190,8 @@ fn ensure_katex(cache: &Path) -> anyhow::Result<PathBuf> {
         };
         let mut data = Vec::new();
         entry.read_to_end(&mut data)?;
-        std::fs::write(&target, data).with_context(|| format!("cannot write {}", target.display()))?;
+        std::fs::write(&target, data)
+            .with_context(|| format!("cannot write {}", target.display()))?;
     }
     if !partial.join("katex.min.css").is_file() || fonts == 0 {
         bail!(
@@ -188,7 +203,10 @@ fn ensure_katex(cache: &Path) -> anyhow::Result<PathBuf> {
         std::fs::remove_dir_all(&dir)?;
     }
     std::fs::rename(&partial, &dir)?;
-    eprintln!("  KaTeX {KATEX_VERSION}: {} ({fonts} font files)", dir.display());
+    eprintln!(
+        "  KaTeX {KATEX_VERSION}: {} ({fonts} font files)",
+        dir.display()
+    );
     Ok(dir)
 }
 
@@ -238,10 +256,15 @@ pub fn build(tools: &Tools, classwise: &Path, p: &BookPaths) -> anyhow::Result<(
     // A real Fashion-MNIST run, trained afresh at every build (about a minute).
     let run = p.work.join("runs").join("fmnist-smoke");
     if run.exists() {
-        std::fs::remove_dir_all(&run).with_context(|| format!("cannot remove {}", run.display()))?;
+        std::fs::remove_dir_all(&run)
+            .with_context(|| format!("cannot remove {}", run.display()))?;
     }
     let preset = paths::repo_root().join("configs").join("fmnist-smoke.toml");
-    run_classwise(classwise, &["train", "--config"], &[&preset, Path::new("--out"), &run])?;
+    run_classwise(
+        classwise,
+        &["train", "--config"],
+        &[&preset, Path::new("--out"), &run],
+    )?;
     run_classwise(
         classwise,
         &["figures", "run", "--run"],
@@ -265,10 +288,9 @@ pub fn build(tools: &Tools, classwise: &Path, p: &BookPaths) -> anyhow::Result<(
     std::fs::write(generated.join("verify-checks.md"), checks)?;
     std::fs::write(generated.join("verify-errata.md"), errata)?;
 
-    let path = std::env::join_paths(
-        std::iter::once(tools.bin.clone())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )?;
+    let path = std::env::join_paths(std::iter::once(tools.bin.clone()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))?;
     let status = Command::new(tools.bin.join("mdbook"))
         .arg("build")
         .arg(&stage)
@@ -316,7 +338,13 @@ pub fn verify_tables(report: &serde_json::Value) -> anyhow::Result<(String, Stri
     let number = |v: &serde_json::Value, key: &str| -> anyhow::Result<String> {
         v[key]
             .as_f64()
-            .map(|x| format!("{x:.3e}"))
+            .map(|x| {
+                if x == 0.0 {
+                    "0".to_owned()
+                } else {
+                    format!("{x:.3e}")
+                }
+            })
             .with_context(|| format!("a verify entry has no number `{key}`: {v}"))
     };
     let count = |v: &serde_json::Value, key: &str| -> anyhow::Result<u64> {
@@ -328,8 +356,7 @@ pub fn verify_tables(report: &serde_json::Value) -> anyhow::Result<(String, Stri
         "Computed when this book was built: `classwise theory verify` (seed {}, {} random \
          draws per check).\n\n| Check | Statement | Hypotheses | Cases | Passed | Worst margin |\n\
          |---|---|---|---:|---:|---:|\n",
-        report["seed"],
-        report["cases_per_check"]
+        report["seed"], report["cases_per_check"]
     );
     for c in list("checks")? {
         checks.push_str(&format!(
@@ -377,14 +404,20 @@ fn cell(s: &str) -> String {
 /// Copies the directory tree `from` to `to` (created).
 fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
-    for entry in std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))? {
+    for entry in
+        std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))?
+    {
         let entry = entry?;
         let target = to.join(entry.file_name());
         if entry.file_type()?.is_dir() {
             copy_dir(&entry.path(), &target)?;
         } else {
             std::fs::copy(entry.path(), &target).with_context(|| {
-                format!("cannot copy {} to {}", entry.path().display(), target.display())
+                format!(
+                    "cannot copy {} to {}",
+                    entry.path().display(),
+                    target.display()
+                )
             })?;
         }
     }
@@ -423,4 +456,49 @@ pub fn ensure_chromium() -> anyhow::Result<()> {
         bail!("`apt-get install chromium` failed ({status}); {CHROMIUM} is still missing");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_escape_what_markdown_and_the_math_preprocessor_would_read() {
+        assert_eq!(
+            cell("w*_y = |S_k| costs $5 <x>\nnext"),
+            "w\\*\\_y = \\|S\\_k\\| costs \\$5 &lt;x> next"
+        );
+    }
+
+    #[test]
+    fn verify_tables_render_every_check_and_erratum_and_refuse_a_broken_report() {
+        let report = serde_json::json!({
+            "seed": 3,
+            "cases_per_check": 10,
+            "checks": [{"id": "T1", "reference": "CFA Theorem 1", "hypotheses": "p_y > 1/2",
+                        "cases": 10, "passed": 10, "worst_margin": -0.0}],
+            "errata": [{"id": "C1", "reference": "CFA Theorem 2", "claim": "ŵ exists",
+                        "confirmed": false, "counterexample": "R̄(1) < R̄(3)"}]
+        });
+        let (checks, errata) = verify_tables(&report).unwrap();
+        assert!(
+            checks.contains("(seed 3, 10 random draws per check)"),
+            "{checks}"
+        );
+        assert!(
+            checks.contains("| T1 | CFA Theorem 1 | p\\_y > 1/2 | 10 | 10 | 0 |"),
+            "{checks}"
+        );
+        assert!(
+            errata.contains("| C1 | CFA Theorem 2 | ŵ exists | **no** | R̄(1) &lt; R̄(3) |"),
+            "{errata}"
+        );
+        let mut broken = report.clone();
+        broken["checks"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("passed");
+        let e = verify_tables(&broken).unwrap_err().to_string();
+        assert!(e.contains("`passed`"), "{e}");
+    }
 }

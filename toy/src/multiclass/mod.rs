@@ -8,7 +8,7 @@
 //! ```no_run
 //! use classwise_toy::multiclass::{Method, RunConfig, run};
 //!
-//! let method: Method = "cfa".parse()?; // natural|at|trades|fat|cfa|cfa-at|cfa-trades|cfa-fat|wat|frl
+//! let method: Method = "cfa".parse()?; // natural|at|trades|fat|cfa|cfa-at|cfa-trades|cfa-fat|wat|frl|csl
 //! let mut config = RunConfig::preset(method);
 //! config.seed = 7;
 //! let report = run(&config)?; // serde::Serialize

@@ -25,7 +25,7 @@ const TAG_SHUFFLE: u8 = 18;
 const TAG_TRAIN_ATTACK: u8 = 19;
 const TAG_VAL_ATTACK: u8 = 20;
 
-/// The methods of the CLI (`natural|at|trades|fat|cfa|cfa-at|cfa-trades|cfa-fat|wat|frl`).
+/// The methods of the CLI (`natural|at|trades|fat|cfa|cfa-at|cfa-trades|cfa-fat|wat|frl|csl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Method {
     Natural,
