@@ -271,8 +271,15 @@ fn run_with_limit(mut cmd: Command, limit: Duration) -> (bool, String) {
     }
 }
 
+/// One page at a time: two pages training at once would oversubscribe the cores (libtorch's
+/// OpenMP threads spin), and each would take several times longer.
+static ONE_PAGE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs the `classwise` commands of `page` in order; panics naming the first that fails.
 fn run_page(page: &str) {
+    let _turn = ONE_PAGE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let path = book_src().join(page);
     let text = read(&path);
     let cmds = commands(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -302,6 +309,62 @@ fn run_page(page: &str) {
             c.args.join(" "),
             c.short.join(" ")
         );
+        if let Some(dir) = submitted_sweep(&c.args) {
+            wait_for_sweep(&tmp.path().join(dir), &data);
+        }
+    }
+}
+
+/// The sweep directory of `sweep slurm DIR … --submit`: the job array the page goes on with
+/// once it finished.
+fn submitted_sweep(args: &[String]) -> Option<&str> {
+    match args {
+        [sweep, slurm, dir, rest @ ..]
+            if sweep == "sweep" && slurm == "slurm" && rest.iter().any(|a| a == "--submit") =>
+        {
+            Some(dir)
+        }
+        _ => None,
+    }
+}
+
+/// Waits until every run of the sweep in `dir` is done (the Slurm jobs a page submitted); panics
+/// on a failed run or after 20 minutes.
+fn wait_for_sweep(dir: &Path, data: &Path) {
+    let sinfo = Command::new("sinfo").arg("-h").output();
+    assert!(
+        sinfo.as_ref().is_ok_and(|o| o.status.success()),
+        "no Slurm cluster answers (`sinfo`): start one with tools/slurm/setup.sh"
+    );
+    let started = Instant::now();
+    loop {
+        let out = Command::new(env!("CARGO_BIN_EXE_classwise"))
+            .args(["sweep", "status", "--json"])
+            .arg(dir)
+            .env("CLASSWISE_DATA_DIR", data)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let states: Vec<&str> = runs.iter().filter_map(|r| r["state"].as_str()).collect();
+        assert!(
+            !states.contains(&"failed"),
+            "a submitted run of {} failed: {states:?}",
+            dir.display()
+        );
+        if !states.is_empty() && states.iter().all(|s| *s == "done") {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1200),
+            "the sweep submitted in {} did not finish in 20 minutes: {states:?}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_secs(2));
     }
 }
 
@@ -385,7 +448,10 @@ fn commands_of_chapter_6_run() {
     run_page(RUN[6]);
 }
 
+/// Chapter 7 submits a sweep to Slurm (and waits for it): `cargo xtask test-slurm` (and so
+/// `cargo xtask test`) starts a single-node cluster and runs this test.
 #[test]
+#[ignore = "needs a Slurm cluster: run `cargo xtask test-slurm`"]
 fn commands_of_chapter_7_run() {
     run_page(RUN[7]);
 }

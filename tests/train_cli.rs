@@ -376,6 +376,25 @@ fn autoattack_and_protocol(a: &Path) {
         adv.metadata.get("attacks").map(String::as_str),
         Some("apgd-ce,fab-t")
     );
+    // `classwise compare` reads the AutoAttack report's final evaluation beside the others.
+    let cmp = a.with_file_name("compare-after-autoattack");
+    let out = classwise(&["compare"])
+        .arg(a)
+        .arg("--out")
+        .arg(&cmp)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let compared: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(cmp.join("compare.json")).unwrap()).unwrap();
+    let aa: Vec<&serde_json::Value> = compared["groups"][0]["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["key"]["attack"] == "autoattack custom (apgd-ce, fab-t)")
+        .collect();
+    assert_eq!(aa.len(), 1, "{}", compared["groups"][0]["stats"]);
+    assert_eq!(aa[0]["key"]["n_samples"], 20);
 
     let out = classwise(&[
         "eval",

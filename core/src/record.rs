@@ -532,6 +532,17 @@ pub const REPORT_FILES: [(&str, &str); 6] = [
     ("best-fawa", "report-best-fawa.json"),
 ];
 
+/// `eval-<model>-autoattack-….json`, written by `classwise eval --attack autoattack`
+/// (`classwise_trainer::eval::autoattack::AutoAttackReport`): read for its final class-wise
+/// evaluation; the class × attack table stays in the file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct AutoAttackRecord {
+    /// `standard`, `plus`, `rand` or `custom`.
+    pub version: String,
+    /// The class-wise report of the whole cascade (robust = survived every attack).
+    pub evaluation: ReportRecord,
+}
+
 /// One entry of a protocol report.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct ProtocolEntryRecord {

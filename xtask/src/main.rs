@@ -43,8 +43,8 @@ enum Cmd {
     Test(SetupArgs),
     /// Start a real single-node Slurm cluster (`tools/slurm/setup.sh`: Debian's slurm-wlm and
     /// munge, as root) and run the Slurm integration test (`tests/slurm_cli.rs`: the smoke
-    /// sweep as a job array, one task stopped by SIGTERM, requeued and finished). `test` runs
-    /// it too.
+    /// sweep as a job array, one task stopped by SIGTERM, requeued and finished) and the book's
+    /// chapter 7, which submits a sweep. `test` runs it too.
     TestSlurm(SetupArgs),
     /// Set up, then run `classwise demo` (release build); outputs land in `out/demo/`.
     Demo {
@@ -312,6 +312,19 @@ fn test_slurm() -> anyhow::Result<()> {
             "--",
             "--ignored",
         ]),
+    )?;
+    run(
+        "the book's chapter 7 (it submits a sweep to Slurm)",
+        cargo().args([
+            "test",
+            "-p",
+            "classwise",
+            "--test",
+            "book",
+            "commands_of_chapter_7_run",
+            "--",
+            "--ignored",
+        ]),
     )
 }
 
@@ -375,7 +388,7 @@ fn book(args: &SetupArgs, source: &Path, out: &Path, check: bool) -> anyhow::Res
             "the book in headless Chromium (tests/book_browser.rs)",
             cargo()
                 .args(["test", "-p", "classwise", "--test", "book_browser", "--"])
-                .arg("--ignored")
+                .args(["--ignored", "--nocapture"])
                 .env("CLASSWISE_BOOK_DIR", &out),
         )?;
     }

@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use classwise_core::record::{PredictionsRecord, ProtocolRecord, REPORT_FILES, ReportRecord};
+use classwise_core::record::{
+    AutoAttackRecord, PredictionsRecord, ProtocolRecord, REPORT_FILES, ReportRecord,
+};
 use serde::Serialize;
 
 use crate::error::{FigureError, Result, invalid};
@@ -116,6 +118,32 @@ fn parse<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
         .map_err(|e| invalid(path.display().to_string(), e, what.to_owned()))
 }
 
+/// The class-wise evaluation of a `classwise eval` report: a single attack's report is one;
+/// an AutoAttack report (it has the cascade's `version`) ends with one.
+fn eval_report(path: &Path) -> Result<ReportRecord> {
+    let text = read(path)?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| invalid(path.display().to_string(), e, "a JSON report"))?;
+    if value.get("version").is_some() && value.get("evaluation").is_some() {
+        let a: AutoAttackRecord = serde_json::from_value(value).map_err(|e| {
+            invalid(
+                path.display().to_string(),
+                e,
+                "an AutoAttack report written by `classwise eval --attack autoattack`",
+            )
+        })?;
+        Ok(a.evaluation)
+    } else {
+        serde_json::from_value(value).map_err(|e| {
+            invalid(
+                path.display().to_string(),
+                e,
+                "a class-wise report written by `classwise eval`",
+            )
+        })
+    }
+}
+
 /// The model an `eval-<model>-….json` file evaluates, and whether it is a protocol report;
 /// `None` for other files and for evaluations of weight files given by path.
 fn eval_file_model(name: &str) -> Option<(&'static str, bool)> {
@@ -200,11 +228,7 @@ impl RunResults {
                     }
                 }
             } else {
-                push(
-                    model,
-                    name.clone(),
-                    parse(&path, "a class-wise report written by `classwise eval`")?,
-                )?;
+                push(model, name.clone(), eval_report(&path)?)?;
             }
         }
         let Some(first) = evaluations.first() else {

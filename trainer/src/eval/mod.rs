@@ -541,7 +541,11 @@ pub fn trades_costs(
             let z = model.forward_t(&x, false);
             let z_adv = model.forward_t(&x_adv, false);
             let ce = crate::train::objective::ce(&z, &y).to_kind(Kind::Double);
-            let kl = crate::train::objective::kl(&z, &z_adv).to_kind(Kind::Double);
+            // KL ≥ 0, but computed in f32 from two nearly equal distributions it can come out
+            // a few 1e-8 below zero; the validation costs need it non-negative.
+            let kl = crate::train::objective::kl(&z, &z_adv)
+                .to_kind(Kind::Double)
+                .clamp_min(0.0);
             ce_sums = ce_sums.index_add(0, &y, &ce);
             kl_sums = kl_sums.index_add(0, &y, &kl);
         });
