@@ -31,7 +31,11 @@ impl Setup {
             .arg("--link")
             .arg(root.join("libtorch-link"))
             .arg("--system-data-dir")
-            .arg(root.join("no-system-data"));
+            .arg(root.join("no-system-data"))
+            // The book tools (mdBook, mdbook-katex: minutes of `cargo install` each) are not what
+            // these tests are about; without this, every successful set-up here would build
+            // them into its fresh cache.
+            .arg("--no-book");
         for var in [
             "LIBTORCH",
             "LIBTORCH_USE_PYTORCH",
