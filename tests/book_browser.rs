@@ -4,7 +4,9 @@
 //! - every internal link and image resolves (the file exists; a `#fragment` names an element
 //!   of the target page), and so does every font KaTeX's stylesheet loads;
 //! - formulas rendered: no KaTeX error, and no raw TeX left in the text outside code;
-//! - screenshots of the index and of chapter 2 are written to `<book>-screenshots/`.
+//! - screenshots of the index and of chapter 2 are written to `<book>-screenshots/`, to be
+//!   looked at; the test checks that each shows a page drawn from top to bottom (not blank, not
+//!   cut off: see [`screenshot_shows_a_page`]).
 //!
 //! Ignored by `cargo test` (it needs the built book and Chromium): `cargo xtask book --check`
 //! and `cargo xtask test` run it.
@@ -156,6 +158,97 @@ fn the_raw_tex_detector_catches_unrendered_formulas_only() {
     assert!(raw_tex("plain prose with a C:\\ path? no: 5 \\ 3").is_none());
 }
 
+/// Whether a screenshot shows a drawn page: the window's size, and in the content column
+/// (right of the first quarter of the width, where mdBook's 300-pixel sidebar is), in each
+/// quarter of the height, at least 1% of the pixels differ from the page's background (the
+/// column's most common colour) and anti-aliased text gives at least 32 distinct colours. A
+/// blank page, a sidebar beside an empty page, or a page whose rendering stopped part-way
+/// down fails. `Ok` tells the least drawn quarter's numbers.
+fn screenshot_shows_a_page(shot: &image::RgbImage, size: (u32, u32)) -> Result<String, String> {
+    if shot.dimensions() != size {
+        return Err(format!(
+            "{:?} pixels, expected the window's {size:?}",
+            shot.dimensions()
+        ));
+    }
+    let (w, h) = size;
+    let columns = w / 4..w;
+    let mut counts = std::collections::HashMap::new();
+    for y in 0..h {
+        for x in columns.clone() {
+            *counts.entry(shot.get_pixel(x, y).0).or_insert(0usize) += 1;
+        }
+    }
+    let background = counts
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(c, _)| *c)
+        .unwrap();
+    let mut least = (f64::INFINITY, usize::MAX);
+    for quarter in 0..4 {
+        let rows = quarter * h / 4..(quarter + 1) * h / 4;
+        let mut colours = BTreeSet::new();
+        let mut drawn = 0usize;
+        for y in rows.clone() {
+            for x in columns.clone() {
+                let p = shot.get_pixel(x, y).0;
+                colours.insert(p);
+                drawn += usize::from(p != background);
+            }
+        }
+        let share = drawn as f64 / (rows.len() * columns.len()) as f64;
+        if share < 0.01 || colours.len() < 32 {
+            return Err(format!(
+                "rows {rows:?}, columns {columns:?} look blank: {:.2}% of the pixels differ from the background \
+                 {background:?}, {} colours (expected at least 1% and 32)",
+                100.0 * share,
+                colours.len()
+            ));
+        }
+        least = (least.0.min(share), least.1.min(colours.len()));
+    }
+    Ok(format!(
+        "each quarter: at least {:.1}% drawn, {} colours",
+        100.0 * least.0,
+        least.1
+    ))
+}
+
+#[test]
+fn the_screenshot_check_rejects_blank_and_cut_off_pages() {
+    let size = (200, 400);
+    // Text-like: grey glyph pixels of many shades on white, everywhere.
+    let page = image::RgbImage::from_fn(size.0, size.1, |x, y| {
+        if (x / 3 + y / 5) % 7 == 0 {
+            let v = ((x * 7 + y * 13) % 200) as u8;
+            image::Rgb([v, v, v])
+        } else {
+            image::Rgb([255, 255, 255])
+        }
+    });
+    assert!(screenshot_shows_a_page(&page, size).is_ok());
+    let blank = image::RgbImage::from_pixel(size.0, size.1, image::Rgb([255, 255, 255]));
+    assert!(screenshot_shows_a_page(&blank, size).is_err());
+    // A drawn sidebar beside an empty content column.
+    let sidebar_only = image::RgbImage::from_fn(size.0, size.1, |x, y| {
+        if x < size.0 / 4 {
+            *page.get_pixel(x, y)
+        } else {
+            image::Rgb([255, 255, 255])
+        }
+    });
+    assert!(screenshot_shows_a_page(&sidebar_only, size).is_err());
+    let mut cut_off = page.clone();
+    for y in 300..size.1 {
+        for x in 0..size.0 {
+            cut_off.put_pixel(x, y, image::Rgb([255, 255, 255]));
+        }
+    }
+    let err = screenshot_shows_a_page(&cut_off, size).unwrap_err();
+    assert!(err.contains("rows 300..400"), "{err}");
+    assert!(screenshot_shows_a_page(&page, (200, 500)).is_err());
+}
+
 #[test]
 #[ignore = "needs the built book and Chromium: run `cargo xtask book --check`"]
 fn the_built_book_in_headless_chromium() {
@@ -294,9 +387,13 @@ fn the_built_book_in_headless_chromium() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let size = std::fs::metadata(shots.join(png)).map_or(0, |m| m.len());
-        assert!(size > 10_000, "{png}: {size} bytes");
-        eprintln!("screenshot: {}", shots.join(png).display());
+        let shot = image::open(shots.join(png))
+            .unwrap_or_else(|e| panic!("{png}: not a readable PNG: {e}"))
+            .to_rgb8();
+        match screenshot_shows_a_page(&shot, (1280, 2000)) {
+            Ok(drawn) => eprintln!("screenshot: {} ({drawn})", shots.join(png).display()),
+            Err(e) => panic!("{}: {e}", shots.join(png).display()),
+        }
     }
 }
 
