@@ -189,6 +189,24 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
         .map(|r| r["group"].as_str().unwrap())
         .collect();
     assert_eq!(groups[1], "fmnist-smoke/rule.weight=0.1");
+    // CFA Fig. 2's sweep scales the training step with ε (5 steps of ε/4 reach every budget's
+    // boundary) and evaluates every run under the same attack at ε = 0.1.
+    let fig2 = manifest(&tmp.path().join("shipped").join("fmnist-cfa-fig2-eps"));
+    for r in fig2["runs"].as_array().unwrap() {
+        let config: toml::Table = toml::from_str(r["config"].as_str().unwrap()).unwrap();
+        let step = &config["train"]["method"]["attack"]["step"];
+        assert_eq!(
+            (step["kind"].as_str(), step["value"].as_float()),
+            (Some("fraction-of-eps"), Some(0.25)),
+            "{}",
+            r["id"]
+        );
+        let eval_step = &config["eval"]["attack"]["step"];
+        assert_eq!(
+            (eval_step["kind"].as_str(), eval_step["value"].as_float()),
+            (Some("absolute"), Some(0.025))
+        );
+    }
     // Two presets of one file would share a group and be averaged as seeds of one method.
     let twice = edited(&smoke(), &tmp.path().join("twice.toml"), |t| {
         t.replace(
