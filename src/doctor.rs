@@ -90,6 +90,17 @@ pub fn render(r: &Report) -> String {
                 test: Some(m),
             } => format!("{} ({n} train, {m} test)", path.display()),
             Located::Found { path, .. } => path.display().to_string(),
+            Located::Synthetic {
+                path,
+                counts,
+                description,
+            } => match counts {
+                Some([n, m]) => format!(
+                    "{} ({n} train, {m} test per class): {description}",
+                    path.display()
+                ),
+                None => format!("{}: {description}", path.display()),
+            },
             Located::Invalid { path, reason } => format!("DAMAGED at {}: {reason}", path.display()),
             Located::Missing { .. } if !d.required => {
                 format!("not found{need}: put `{}/` in --data-dir", d.id.dir_name())

@@ -2,6 +2,7 @@
 
 mod aa_bench;
 mod compare;
+mod data;
 mod demo;
 mod doctor;
 mod figures;
@@ -52,6 +53,12 @@ enum Command {
     Figures {
         #[command(subcommand)]
         command: figures::FiguresCommand,
+    },
+    /// Data-set chores: `synth` writes learnable synthetic CIFAR-10/100 and Tiny-ImageNet in
+    /// their real formats (for tests and hardware checks, never for results).
+    Data {
+        #[command(subcommand)]
+        command: data::DataCommand,
     },
     /// Train a model from a TOML configuration (presets in configs/); resumable.
     Train(trainer_cli::TrainArgs),
@@ -119,6 +126,7 @@ fn main() -> ExitCode {
         Command::Theory { command } => theory::run(command),
         Command::Toy { command } => toy::run(command),
         Command::Figures { command } => figures::run(command),
+        Command::Data { command } => data::run(command),
         Command::Train(a) => trainer_cli::train(&a),
         Command::Sweep { command } => sweep::run(command),
         Command::Eval(a) => trainer_cli::eval(&a),

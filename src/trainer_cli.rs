@@ -40,6 +40,10 @@ pub struct TrainArgs {
     /// the run's resolved config.toml. A resume must repeat the same overrides.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// Check every batch before its update, forward and backward, and on a NaN or infinity
+    /// name the first operation whose output or gradient is not finite (slow: a diagnostic).
+    #[arg(long)]
+    diagnose: bool,
 }
 
 /// The commit this binary was built from (see `build.rs`).
@@ -221,6 +225,7 @@ pub fn train(a: &TrainArgs) -> anyhow::Result<ExitCode> {
         interrupt_at: None,
         data_dir: a.data_dir.clone(),
         build: build_info(),
+        diagnose: a.diagnose,
     };
     eprintln!("run {} in {}", config.name, out.display());
     train_run(&config, &out, opts)

@@ -158,7 +158,7 @@ pub fn report(data_roots: &[PathBuf]) -> Report {
         .collect();
     for d in &datasets {
         match &d.located {
-            Located::Found { .. } => {}
+            Located::Found { .. } | Located::Synthetic { .. } => {}
             Located::Invalid { path, reason } => problems.push(format!(
                 "{} in {} is damaged: {reason}. {}",
                 d.name,

@@ -42,6 +42,16 @@ pub enum TrainerError {
     #[error(transparent)]
     Core(#[from] classwise_core::CoreError),
 
+    /// A training step produced a NaN or an infinity.
+    #[error("a non-finite value in epoch {epoch}, batch {batch} (0-based): {what}")]
+    NonFinite {
+        /// 1-based epoch.
+        epoch: usize,
+        /// 0-based batch of the epoch.
+        batch: usize,
+        what: String,
+    },
+
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),
 

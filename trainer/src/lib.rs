@@ -10,6 +10,7 @@
 pub mod attack;
 pub mod bench;
 pub mod data;
+pub mod diagnose;
 pub mod doctor;
 pub mod error;
 pub mod eval;

@@ -354,30 +354,49 @@ fn epoch_counts_class_wise_correctness_on_the_fly() {
     assert_eq!((resumed.confusion, resumed.correct), (None, stats.correct));
 }
 
-/// A non-finite loss stops the epoch before the update: the parameters stay as they were.
+/// A non-finite loss fails the epoch naming its batch. The check is read from the device every
+/// few batches (no per-batch host sync), so the update of that batch has happened; in diagnostic
+/// mode every batch is checked before its update and the parameters stay as they were.
 #[test]
-fn a_non_finite_loss_stops_before_the_update() {
+fn a_non_finite_loss_names_its_batch_and_diagnosis_stops_before_the_update() {
     use classwise_trainer::train::{StepSettings, train_epoch};
-    let (vs, m) = model(12);
-    let before: Vec<Tensor> = vs.trainable_variables().iter().map(Tensor::copy).collect();
-    let mut opt = Sgd::new(&vs, CONFIG).unwrap();
-    let (x, y) = batch(13);
-    let bad = vec![Ok((x.full_like(f64::NAN), y))];
-    let e = train_epoch(
-        &m,
-        &mut opt,
-        &Method::Natural,
-        &ClassPlan::uniform(4, 0.0, 0.0),
-        0,
-        bad,
-        StepSettings::constant(0.1),
-        Device::Cpu,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("`loss`") && e.contains("batch 0"), "{e}");
-    for (a, b) in vs.trainable_variables().iter().zip(&before) {
-        assert!(a.equal(b));
+    for diagnose in [false, true] {
+        let (vs, m) = model(12);
+        let before: Vec<Tensor> = vs.trainable_variables().iter().map(Tensor::copy).collect();
+        let mut opt = Sgd::new(&vs, CONFIG).unwrap();
+        let (x, y) = batch(13);
+        let (x2, y2) = batch(14);
+        let bad = vec![Ok((x, y)), Ok((x2.full_like(f64::NAN), y2))];
+        classwise_trainer::diagnose::set_enabled(diagnose);
+        let e = train_epoch(
+            &m,
+            &mut opt,
+            &Method::Natural,
+            &ClassPlan::uniform(4, 0.0, 0.0),
+            0,
+            bad,
+            StepSettings::constant(0.1),
+            Device::Cpu,
+        )
+        .unwrap_err()
+        .to_string();
+        classwise_trainer::diagnose::set_enabled(false);
+        assert!(e.contains("non-finite") && e.contains("batch 1"), "{e}");
+        let changed = vs
+            .trainable_variables()
+            .iter()
+            .zip(&before)
+            .any(|(a, b)| !a.equal(b));
+        assert!(changed, "batch 0 trained");
+        if diagnose {
+            // The first probe with a non-finite value: the natural objective's CE.
+            assert!(e.contains("forward: the output of `ce`"), "{e}");
+            let finite = vs
+                .trainable_variables()
+                .iter()
+                .all(|p| p.isfinite().all().int64_value(&[]) != 0);
+            assert!(finite, "diagnosis stops before the NaN update");
+        }
     }
 }
 

@@ -184,6 +184,12 @@ impl Dataset {
         Ok((x, y))
     }
 
+    /// The same data set with another origin description (e.g. marked synthetic).
+    pub fn described(mut self, description: String) -> Dataset {
+        self.origin.description = description;
+        self
+    }
+
     /// A new data set with the images at `indices` (in that order), e.g. a training split or a
     /// fixed evaluation subset.
     pub fn subset(&self, indices: &[i64]) -> Result<Dataset> {

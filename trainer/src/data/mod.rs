@@ -17,6 +17,7 @@ pub mod cifar;
 pub mod dataset;
 pub mod idx;
 pub mod split;
+pub mod synth;
 pub mod synthetic;
 mod text;
 pub mod tiny_imagenet;
@@ -231,14 +232,21 @@ pub fn load(source: &DataSource, part: Part, data_dir: Option<&Path>) -> Result<
 /// Loads `part` of data set `id` from its directory `dir`.
 pub fn load_dir(id: DatasetId, dir: &Path, part: Part, options: &LoadOptions) -> Result<Dataset> {
     let counts = options.counts;
-    match id {
+    let data = match id {
         DatasetId::FashionMnist => idx::load_fashion_mnist(dir, part, counts),
         DatasetId::Cifar10 => cifar::load_cifar10(dir, part, counts),
         DatasetId::Cifar100 => cifar::load_cifar100(dir, part, options.cifar100_labels, counts),
         DatasetId::TinyImagenet => {
             tiny_imagenet::load_tiny_imagenet(dir, part, counts, &options.image_cache)
         }
-    }
+    }?;
+    Ok(match synth::read_marker(dir) {
+        Some(spec) => {
+            let description = format!("{} — {}", data.origin().description, synth::describe(&spec));
+            data.described(description)
+        }
+        None => data,
+    })
 }
 
 /// Result of looking for a data set.
@@ -252,6 +260,14 @@ pub enum Located {
         train: Option<usize>,
         #[serde(skip_serializing_if = "Option::is_none")]
         test: Option<usize>,
+    },
+    /// Written by `classwise data synth` ([`synth::MARKER`]): a stand-in, not the real set.
+    Synthetic {
+        path: PathBuf,
+        /// Images per class, train and test.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        counts: Option<[usize; 2]>,
+        description: String,
     },
     /// Present but damaged.
     Invalid { path: PathBuf, reason: String },
@@ -294,6 +310,16 @@ pub fn locate(id: DatasetId, roots: &[PathBuf]) -> Located {
 /// and whole streams, CIFAR's file sizes; Tiny-ImageNet is only located (its JPEGs are checked
 /// when decoded).
 fn validate(id: DatasetId, dir: PathBuf) -> Located {
+    if let Some(spec) = synth::read_marker(&dir) {
+        return Located::Synthetic {
+            counts: spec
+                .as_ref()
+                .ok()
+                .map(|s| [s.train_per_class, s.test_per_class]),
+            description: synth::describe(&spec),
+            path: dir,
+        };
+    }
     let checked = match id {
         DatasetId::FashionMnist => idx::check_fashion_mnist(&dir),
         DatasetId::Cifar10 | DatasetId::Cifar100 => cifar::check_release(id, &dir),

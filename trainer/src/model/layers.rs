@@ -159,9 +159,17 @@ pub(crate) fn residual_stages<B>(
 
 /// Runs `xs` through `blocks` in order.
 pub(crate) fn forward_blocks<B: ModuleT>(blocks: &[B], xs: Tensor, train: bool) -> Tensor {
+    let probe = |i: usize, o: Tensor| {
+        if crate::diagnose::recording() {
+            crate::diagnose::probe(&format!("model.block{i}"), &o);
+        }
+        o
+    };
+    let xs = probe(0, xs);
     blocks
         .iter()
-        .fold(xs, |o, block| block.forward_t(&o, train))
+        .enumerate()
+        .fold(xs, |o, (i, block)| probe(i + 1, block.forward_t(&o, train)))
 }
 
 /// 2×2 max-pooling with stride 2 (`nn.MaxPool2d(2, 2)`; odd sizes are floored).

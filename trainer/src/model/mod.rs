@@ -250,10 +250,12 @@ impl ModuleT for Model {
     /// training mode (batch statistics, running statistics updated) and SmallCNN's dropout.
     fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
         let xs = self.format.apply(xs);
-        match &self.normalize {
+        let logits = match &self.normalize {
             Some(norm) => self.net.forward_t(&norm.forward(&xs), train),
             None => self.net.forward_t(&xs, train),
-        }
+        };
+        crate::diagnose::probe("model.logits", &logits);
+        logits
     }
 }
 

@@ -88,6 +88,9 @@ pub struct TrainOptions {
     pub data_dir: Option<PathBuf>,
     /// The code the binary was built from, for `env.json`.
     pub build: BuildInfo,
+    /// Diagnostic mode ([`crate::diagnose`]): every batch checked, the first non-finite
+    /// operation named.
+    pub diagnose: bool,
 }
 
 /// The result of [`train`].
@@ -138,6 +141,7 @@ fn check_resumable(dir: &RunDir, config: &RunConfig, opts: &TrainOptions) -> Res
 /// Trains (or resumes) the run of `config` in `out`.
 pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSummary> {
     config.validate()?;
+    crate::diagnose::set_enabled(opts.diagnose);
     let dir = RunDir(out.to_path_buf());
     let device = config.device.device()?;
     let existing = dir.state().exists() || dir.interrupted().exists();

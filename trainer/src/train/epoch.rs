@@ -8,9 +8,10 @@
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use super::objective::{DevicePlan, Objective, StepContext};
+use super::objective::{DevicePlan, Objective, StepContext, StepOutput};
 use super::optim::Sgd;
 use super::plan::ClassPlan;
+use crate::diagnose::Finding;
 use crate::error::{Result, TrainerError};
 use crate::model::Classifier;
 use crate::profile;
@@ -116,10 +117,20 @@ pub enum EpochOutcome {
     Interrupted(EpochProgress),
 }
 
+/// How often (in batches) the epoch reads its device-side finiteness flag: the training path
+/// synchronises with the device once per this many batches and at the epoch's end, not per batch.
+pub const FINITE_CHECK_EVERY: usize = 25;
+
 /// [`train_epoch`] from `start`: `batches` yields the epoch's batches from batch
 /// `start.next_step` on, and the counts and loss sum carry on from `start`'s. Before each batch
 /// `stop(step)` is asked whether to stop there; if it says so, the epoch returns its progress
 /// (the parameters being those after batch `step − 1`).
+///
+/// Losses, counts and a "first non-finite batch" flag accumulate on the device; the flag is read
+/// every [`FINITE_CHECK_EVERY`] batches, before an interruption and at the end, and a non-finite
+/// loss fails the epoch naming its batch (the parameters are then not saved: the run keeps its
+/// last good checkpoint). In diagnostic mode ([`crate::diagnose`]) every batch is checked before
+/// its update, forward and backward, and the error names the first non-finite operation.
 #[allow(clippy::too_many_arguments)]
 pub fn train_epoch_from(
     model: &dyn Classifier,
@@ -134,46 +145,16 @@ pub fn train_epoch_from(
     stop: &dyn Fn(usize) -> bool,
 ) -> Result<EpochOutcome> {
     let k = plan.n_classes();
-    let lengths = [
-        ("correct", Some(start.correct.len()), k),
-        ("total", Some(start.total.len()), k),
-        ("confusion", start.confusion.as_ref().map(Vec::len), k * k),
-        ("steps", start.steps.as_ref().map(Vec::len), k),
-    ];
-    for (field, len, expected) in lengths {
-        if let Some(len) = len.filter(|&len| len != expected) {
-            return Err(TrainerError::Invalid {
-                field: format!("epoch progress.{field}"),
-                value: format!("{len} counts"),
-                expected: format!("{expected} counts for the {k} classes of the plan"),
-            });
-        }
-    }
+    check_progress(&start, k)?;
     // The plan's vectors go to the device once per epoch.
     let device_plan = DevicePlan::new(plan, device)?;
-    // Per-class counts stay on the device; one copy to the host per epoch.
-    let counts = |v: &[u64]| {
-        Tensor::from_slice(&v.iter().map(|&c| c as i64).collect::<Vec<_>>()).to_device(device)
-    };
-    let mut correct = counts(&start.correct);
-    let mut total = counts(&start.total);
-    // A progress saved before the confusion counts existed: this epoch logs none, nor steps.
-    let counted = start.confusion.is_some() || start.next_step == 0;
-    let mut confusion = counts(&start.confusion.unwrap_or_else(|| vec![0; k * k]));
-    let mut steps = start.steps.as_deref().map(counts);
-    let first = start.next_step;
-    let (mut loss_sum, mut n_batches) = (start.loss_sum, first);
+    let mut acc = Accumulators::new(&start, k, device);
+    let diagnosing = crate::diagnose::enabled();
     let mut batches = batches.into_iter();
-    for i in first.. {
+    for i in start.next_step.. {
         if stop(i) {
-            return Ok(EpochOutcome::Interrupted(EpochProgress {
-                next_step: i,
-                correct: host_counts(&correct)?,
-                total: host_counts(&total)?,
-                loss_sum,
-                confusion: counted.then(|| host_counts(&confusion)).transpose()?,
-                steps: steps.as_ref().map(host_counts).transpose()?,
-            }));
+            acc.check_finite(epoch)?;
+            return Ok(EpochOutcome::Interrupted(acc.progress(i)?));
         }
         let Some(batch) = profile::timed("data", || batches.next()) else {
             break;
@@ -189,71 +170,224 @@ pub fn train_epoch_from(
             &scaled
         };
         optimizer.zero_grad();
-        let out = profile::timed("loss", || {
-            objective.loss(model, &x, &y, StepContext { plan, epoch })
+        let ctx = StepContext { plan, epoch };
+        let out = profile::timed("loss", || match diagnosing {
+            false => objective.loss(model, &x, &y, ctx),
+            true => diagnosed_loss(model, objective, &x, &y, ctx, (epoch, i)),
         })?;
-        let loss = out.loss.double_value(&[]);
-        if !loss.is_finite() {
+        profile::timed("backward", || out.loss.backward());
+        if let Some(finding) = diagnosing
+            .then(|| crate::diagnose::parameter_gradients(optimizer.parameters()))
+            .flatten()
+        {
+            return Err(non_finite(epoch, i, &finding.to_string()));
+        }
+        profile::timed("optimizer", || optimizer.step(step.lr));
+        acc.add(&out, &y, i)?;
+        if (i + 1) % FINITE_CHECK_EVERY == 0 {
+            acc.check_finite(epoch)?;
+        }
+    }
+    acc.check_finite(epoch)?;
+    acc.finish()
+}
+
+/// The loss of one batch in diagnostic mode: recorded probe by probe, checked forward and
+/// backward (one extra backward pass) before the caller's update.
+fn diagnosed_loss(
+    model: &dyn Classifier,
+    objective: &dyn Objective,
+    x: &Tensor,
+    y: &Tensor,
+    ctx: StepContext<'_>,
+    (epoch, i): (usize, usize),
+) -> Result<StepOutput> {
+    let (out, trace) = crate::diagnose::record(|| objective.loss(model, x, y, ctx));
+    let out = out?;
+    let finding = match trace.forward() {
+        None if !crate::diagnose::all_finite(&out.loss) => {
+            Some(Finding::Forward { op: "loss".into() })
+        }
+        None => trace.backward(&out.loss)?,
+        found => found,
+    };
+    match finding {
+        Some(f) => Err(non_finite(epoch, i, &f.to_string())),
+        None => Ok(out),
+    }
+}
+
+/// The error of a non-finite value in 0-based batch `i` of 0-based epoch `epoch`.
+fn non_finite(epoch: usize, i: usize, what: &str) -> TrainerError {
+    TrainerError::NonFinite {
+        epoch: epoch + 1,
+        batch: i,
+        what: what.to_string(),
+    }
+}
+
+/// Checks that a saved progress has one count per class (and per cell).
+fn check_progress(start: &EpochProgress, k: usize) -> Result<()> {
+    let lengths = [
+        ("correct", Some(start.correct.len()), k),
+        ("total", Some(start.total.len()), k),
+        ("confusion", start.confusion.as_ref().map(Vec::len), k * k),
+        ("steps", start.steps.as_ref().map(Vec::len), k),
+    ];
+    for (field, len, expected) in lengths {
+        if let Some(len) = len.filter(|&len| len != expected) {
             return Err(TrainerError::Invalid {
-                field: "loss".into(),
-                value: format!("{loss} at batch {i}"),
-                expected: "a finite loss (lower the learning rate; the last good \
-                           checkpoint is kept)"
-                    .into(),
+                field: format!("epoch progress.{field}"),
+                value: format!("{len} counts"),
+                expected: format!("{expected} counts for the {k} classes of the plan"),
             });
         }
-        profile::timed("backward", || out.loss.backward());
-        profile::timed("optimizer", || optimizer.step(step.lr));
+    }
+    Ok(())
+}
+
+/// What an epoch accumulates, on the training device: per-class counts, the confusion counts,
+/// the attack's steps, the loss sum (f64, added in batch order as on the host) and the first
+/// batch whose loss was not finite (−1: none).
+struct Accumulators {
+    k: usize,
+    device: Device,
+    correct: Tensor,
+    total: Tensor,
+    /// A progress saved before the confusion counts existed: this epoch logs none, nor steps.
+    counted: bool,
+    confusion: Tensor,
+    steps: Option<Tensor>,
+    loss_sum: Tensor,
+    first_bad: Tensor,
+    n_batches: usize,
+}
+
+impl Accumulators {
+    fn new(start: &EpochProgress, k: usize, device: Device) -> Self {
+        let counts = |v: &[u64]| device_counts(v, device);
+        Accumulators {
+            k,
+            device,
+            correct: counts(&start.correct),
+            total: counts(&start.total),
+            counted: start.confusion.is_some() || start.next_step == 0,
+            confusion: counts(start.confusion.as_deref().unwrap_or(&vec![0; k * k])),
+            steps: start.steps.as_deref().map(counts),
+            loss_sum: Tensor::from(start.loss_sum).to_device(device),
+            first_bad: Tensor::from(-1i64).to_device(device),
+            n_batches: start.next_step,
+        }
+    }
+
+    /// Marks batch `i` when its loss is not finite and no earlier batch was; no host sync.
+    fn batch_loss(&mut self, loss: &Tensor, i: usize) {
+        let bad = loss
+            .detach()
+            .isfinite()
+            .logical_not()
+            .logical_and(&self.first_bad.lt(0));
+        self.first_bad = self.first_bad.where_self(
+            &bad.logical_not(),
+            &Tensor::from(i as i64).to_device(self.device),
+        );
+    }
+
+    /// Adds batch `i`'s loss and counts.
+    fn add(&mut self, out: &StepOutput, y: &Tensor, i: usize) -> Result<()> {
+        let k = self.k as i64;
+        self.batch_loss(&out.loss, i);
+        self.loss_sum = &self.loss_sum + out.loss.detach().to_kind(Kind::Double);
         let y = y.to_kind(Kind::Int64);
         let predicted = out.predicted.to_kind(Kind::Int64);
-        total = total.f_index_add(0, &y, &y.ones_like())?;
-        correct = correct.f_index_add(0, &y, &predicted.eq_tensor(&y).to_kind(Kind::Int64))?;
-        let cell = &y * k as i64 + &predicted;
-        confusion = confusion.f_index_add(0, &cell, &cell.ones_like())?;
+        self.total = self.total.f_index_add(0, &y, &y.ones_like())?;
+        let hit = predicted.eq_tensor(&y).to_kind(Kind::Int64);
+        self.correct = self.correct.f_index_add(0, &y, &hit)?;
+        let cell = &y * k + &predicted;
+        self.confusion = self.confusion.f_index_add(0, &cell, &cell.ones_like())?;
         if let Some(taken) = &out.steps {
-            let so_far = match steps.take() {
+            let so_far = match self.steps.take() {
                 Some(s) => s,
-                None => counts(&vec![0; k]),
+                None => device_counts(&vec![0; self.k], self.device),
             };
-            steps = Some(so_far.f_index_add(0, &y, &taken.to_kind(Kind::Int64))?);
+            self.steps = Some(so_far.f_index_add(0, &y, &taken.to_kind(Kind::Int64))?);
         }
-        loss_sum += loss;
-        n_batches += 1;
+        self.n_batches += 1;
+        Ok(())
     }
-    let (correct, total) = (host_counts(&correct)?, host_counts(&total)?);
-    let per_class = |sums: &[u64]| -> Vec<f64> {
-        sums.iter()
-            .zip(&total)
-            .map(|(&c, &t)| if t > 0 { c as f64 / t as f64 } else { 0.0 })
-            .collect()
-    };
-    let confusion = if counted {
-        Some(
-            host_counts(&confusion)?
-                .chunks(k)
-                .map(<[u64]>::to_vec)
-                .collect(),
-        )
-    } else {
-        None
-    };
-    let attack_steps = match (&steps, counted) {
-        (Some(s), true) => Some(per_class(&host_counts(s)?)),
-        _ => None,
-    };
-    Ok(EpochOutcome::Complete(EpochStats {
-        train_robust: per_class(&correct),
-        confusion,
-        attack_steps,
-        correct,
-        total,
-        mean_loss: if n_batches > 0 {
-            loss_sum / n_batches as f64
+
+    /// Reads the flag (one host sync): an error naming the first batch with a non-finite loss.
+    fn check_finite(&self, epoch: usize) -> Result<()> {
+        match self.first_bad.int64_value(&[]) {
+            b if b < 0 => Ok(()),
+            b => Err(non_finite(
+                epoch,
+                b as usize,
+                "the loss is not finite (its inputs may have turned non-finite in the previous \
+                 batch's backward; `classwise train --diagnose` names the operation; lower the \
+                 learning rate or add a warm-up if it truly diverges)",
+            )),
+        }
+    }
+
+    /// The progress before batch `next_step`.
+    fn progress(&self, next_step: usize) -> Result<EpochProgress> {
+        Ok(EpochProgress {
+            next_step,
+            correct: host_counts(&self.correct)?,
+            total: host_counts(&self.total)?,
+            loss_sum: self.loss_sum.double_value(&[]),
+            confusion: self
+                .counted
+                .then(|| host_counts(&self.confusion))
+                .transpose()?,
+            steps: self.steps.as_ref().map(host_counts).transpose()?,
+        })
+    }
+
+    /// The epoch's statistics (one copy of each count to the host).
+    fn finish(self) -> Result<EpochOutcome> {
+        let (correct, total) = (host_counts(&self.correct)?, host_counts(&self.total)?);
+        let per_class = |sums: &[u64]| -> Vec<f64> {
+            sums.iter()
+                .zip(&total)
+                .map(|(&c, &t)| if t > 0 { c as f64 / t as f64 } else { 0.0 })
+                .collect()
+        };
+        let confusion = match self.counted {
+            true => Some(
+                host_counts(&self.confusion)?
+                    .chunks(self.k)
+                    .map(<[u64]>::to_vec)
+                    .collect(),
+            ),
+            false => None,
+        };
+        let attack_steps = match (&self.steps, self.counted) {
+            (Some(s), true) => Some(per_class(&host_counts(s)?)),
+            _ => None,
+        };
+        let n = self.n_batches;
+        let mean_loss = if n > 0 {
+            self.loss_sum.double_value(&[]) / n as f64
         } else {
             0.0
-        },
-        batches: n_batches,
-    }))
+        };
+        Ok(EpochOutcome::Complete(EpochStats {
+            train_robust: per_class(&correct),
+            confusion,
+            attack_steps,
+            correct,
+            total,
+            mean_loss,
+            batches: n,
+        }))
+    }
+}
+
+/// Per-class counts on `device`.
+fn device_counts(v: &[u64], device: Device) -> Tensor {
+    Tensor::from_slice(&v.iter().map(|&c| c as i64).collect::<Vec<_>>()).to_device(device)
 }
 
 /// Per-class counts from the device.

@@ -87,6 +87,11 @@ impl Sgd {
         self.params.keys().map(String::as_str)
     }
 
+    /// The tracked parameters by name, sorted.
+    pub fn parameters(&self) -> impl Iterator<Item = (&str, &Tensor)> {
+        self.params.iter().map(|(n, t)| (n.as_str(), t))
+    }
+
     /// Clears every parameter gradient.
     pub fn zero_grad(&mut self) {
         for p in self.params.values_mut() {

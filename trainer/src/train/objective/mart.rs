@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, ce};
+use super::{Objective, StepContext, StepOutput, absolute_step, adversarial, ce, kl_log};
 use crate::attack::{Attack, Pgd};
 use crate::error::Result;
 use crate::model::Classifier;
@@ -39,9 +39,10 @@ pub(crate) fn mart_per_sample(
     let y_hat = wrong.argmax(-1, false).unsqueeze(1);
     let p_hat = p_adv.gather(1, &y_hat, false).squeeze_dim(1);
     let bce = ce(z_adv, y) - (-p_hat + 1.0001 + 1e-12).log();
-    let p = z.softmax(-1, Kind::Float);
-    let kl = (p.xlogy(&p) - &p * (&p_adv + 1e-12).log()).sum_dim_intlist(-1, false, Kind::Float);
-    let p_y = p.gather(1, &y.unsqueeze(1), false).squeeze_dim(1);
+    // KL(p(x) ‖ p(x') + 1e-12) as MART's code takes it, in log space ([`kl_log`]).
+    let log_p = z.log_softmax(-1, Kind::Float);
+    let kl = kl_log(&log_p, &(&p_adv + 1e-12).log());
+    let p_y = log_p.exp().gather(1, &y.unsqueeze(1), false).squeeze_dim(1);
     natural_weight * bce + boundary_weight * beta * kl * (-p_y + 1.000_000_1)
 }
 
