@@ -256,7 +256,7 @@ pub(crate) fn ce(z: &Tensor, y: &Tensor) -> Tensor {
 }
 
 /// Per-sample KL(p ‖ softmax(z_adv)) with p = softmax(z) not detached (TRADES).
-pub(crate) fn kl(z: &Tensor, z_adv: &Tensor) -> Tensor {
+pub fn kl(z: &Tensor, z_adv: &Tensor) -> Tensor {
     kl_log(
         &z.log_softmax(-1, Kind::Float),
         &z_adv.log_softmax(-1, Kind::Float),
@@ -271,7 +271,7 @@ pub(crate) fn kl(z: &Tensor, z_adv: &Tensor) -> Tensor {
 /// the gradient `p / p` = 0/0 = NaN with respect to its second argument there
 /// (pytorch/pytorch#89558), which made the ResNet-18 TRADES/MART presets diverge within a
 /// few batches once the network grew confident.
-pub(crate) fn kl_log(log_p: &Tensor, log_q: &Tensor) -> Tensor {
+pub fn kl_log(log_p: &Tensor, log_q: &Tensor) -> Tensor {
     probe("kl.log_p", log_p);
     probe("kl.log_q", log_q);
     let kl = (log_p.exp() * (log_p - log_q)).sum_dim_intlist(-1, false, Kind::Float);
