@@ -7,6 +7,10 @@
 //! full width one of them would take minutes per batch here. Presets that start from another
 //! run's weights (FRL) start from a run of the same data set and architecture trained first.
 //!
+//! The all-preset test takes about half an hour on 2 cores (47 presets), so it is opt-in:
+//! `cargo test --test presets_synthetic -- --ignored`. CI runs the regression test of the
+//! setting that diverged, below.
+//!
 //! Before the KL was taken in log space, six ResNet-18 presets (WAT's TRADES, WAT, CSL, BAT,
 //! Tian's class-wise β and MART) reached a NaN loss within a few batches (issue 36); the
 //! regression test of that exact setting is `resnet18_trades_at_lr_0_1_stays_finite`.
@@ -69,6 +73,7 @@ fn shortened(preset: &Path, init_from: Option<&Path>) -> (Vec<String>, String) {
 }
 
 #[test]
+#[ignore = "about 30 min on 2 cores: cargo test --test presets_synthetic -- --ignored"]
 fn every_cifar_preset_trains_two_epochs_with_finite_losses() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
