@@ -287,10 +287,9 @@ impl Accumulators {
             .isfinite()
             .logical_not()
             .logical_and(&self.first_bad.lt(0));
-        self.first_bad = self.first_bad.where_self(
-            &bad.logical_not(),
-            &Tensor::from(i as i64).to_device(self.device),
-        );
+        // `full_like` fills on the device: no host-to-device copy per batch.
+        let here = self.first_bad.full_like(i as i64);
+        self.first_bad = here.where_self(&bad, &self.first_bad);
     }
 
     /// Adds batch `i`'s loss and counts.
