@@ -157,7 +157,8 @@ pub struct BenchArgs {
     /// `--model small-cnn`.
     #[arg(long, conflicts_with = "model")]
     small_only: bool,
-    /// The networks to time: small-cnn, preact-resnet18 (comma-separated) [default: both].
+    /// The networks to time (comma-separated): small-cnn, preact-resnet18, resnet18, wrn-34-10
+    /// [default: small-cnn,preact-resnet18; WRN-34-10 takes minutes per step on a CPU].
     #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<classwise_trainer::bench::BenchModel>().map_err(|e| e.to_string()))]
     model: Vec<classwise_trainer::bench::BenchModel>,
     /// What to time (comma-separated): pgd-at and trades (training steps), eval-pgd20 (a batch
@@ -197,6 +198,17 @@ pub struct BenchArgs {
     /// channels-last, the training layout of the presets].
     #[arg(long, value_parser = |s: &str| s.parse::<MemoryFormat>())]
     memory_format: Option<MemoryFormat>,
+    /// The arithmetic of the forward passes, as a run's `precision`: fp32 or bf16 (mixed
+    /// precision; slow on most CPUs).
+    #[arg(long, default_value = "fp32", value_parser = |s: &str| s.parse::<classwise_trainer::model::Precision>().map_err(|e| e.to_string()))]
+    precision: classwise_trainer::model::Precision,
+    /// Where to time: auto (CUDA when available), cpu or cuda.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<classwise_trainer::run::DeviceChoice>().map_err(|e| e.to_string()))]
+    device: classwise_trainer::run::DeviceChoice,
+    /// On CUDA, pick convolution algorithms by heuristics instead of cuDNN's autotuner (which a
+    /// run uses unless its config sets `cudnn_benchmark = false`).
+    #[arg(long)]
+    no_cudnn_benchmark: bool,
     /// With --autoattack: the crosscheck venv's python (`bash tools/crosscheck/setup.sh`); also
     /// times torchattacks' AutoAttack (with --settings) on the same images and prints the
     /// ratio.
@@ -633,7 +645,7 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
     let models = if a.small_only {
         vec![BenchModel::SmallCnn]
     } else if a.model.is_empty() {
-        BenchModel::ALL.to_vec()
+        BenchModel::DEFAULT.to_vec()
     } else {
         a.model.clone()
     };
@@ -647,13 +659,21 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         batch: a.batch,
         steps: a.steps,
         memory_format: a.memory_format.unwrap_or(MemoryFormat::RUN_DEFAULT),
-        device: classwise_trainer::default_device(),
+        precision: a.precision,
+        cudnn_benchmark: !a.no_cudnn_benchmark,
+        device: a.device.device()?,
         profile: a.profile,
     };
     if !a.json {
         println!(
-            "device {:?}, {} threads, {}, batch {}, {} timed steps after 1 warm-up, {} kernels",
+            "device {:?}{}, {}, {} threads, {}, batch {}, {} timed steps after 1 warm-up, {} kernels",
             plan.device,
+            if plan.device.is_cuda() {
+                format!(", cudnn.benchmark {}", plan.cudnn_benchmark)
+            } else {
+                String::new()
+            },
+            plan.precision,
             tch::get_num_threads(),
             classwise_trainer::runtime::current(),
             plan.batch,

@@ -15,7 +15,7 @@ use tch::{Device, Kind, Tensor};
 use crate::attack::Pgd;
 use crate::error::{Result, TrainerError, invalid};
 use crate::eval::{RobustCounting, evaluate};
-use crate::model::{Architecture, MemoryFormat, Model, ModelSpec};
+use crate::model::{Architecture, MemoryFormat, Model, ModelSpec, Precision};
 use crate::profile;
 use crate::runtime::Tuning;
 use crate::train::{
@@ -50,17 +50,33 @@ pub enum BenchModel {
     SmallCnn,
     /// CFA's PreActResNet-18 on 3×32×32 (the CIFAR-10 presets).
     PreactResnet18,
+    /// The CIFAR ResNet-18 of WAT, BAT and Tian et al. on 3×32×32.
+    Resnet18,
+    /// WideResNet-34-10 on 3×32×32, the large model of the CFA and Tian et al. presets (minutes
+    /// per step on a CPU: a GPU workload).
+    #[serde(rename = "wrn-34-10")]
+    Wrn34_10,
 }
 
 impl BenchModel {
-    /// Both, in the order they are measured.
-    pub const ALL: [BenchModel; 2] = [BenchModel::SmallCnn, BenchModel::PreactResnet18];
+    /// Every model, in the order they are measured.
+    pub const ALL: [BenchModel; 4] = [
+        BenchModel::SmallCnn,
+        BenchModel::PreactResnet18,
+        BenchModel::Resnet18,
+        BenchModel::Wrn34_10,
+    ];
+
+    /// What `bench` measures when no model is named: the two the CPU presets use.
+    pub const DEFAULT: [BenchModel; 2] = [BenchModel::SmallCnn, BenchModel::PreactResnet18];
 
     /// The command-line (and JSON) name.
     pub fn name(self) -> &'static str {
         match self {
             BenchModel::SmallCnn => "small-cnn",
             BenchModel::PreactResnet18 => "preact-resnet18",
+            BenchModel::Resnet18 => "resnet18",
+            BenchModel::Wrn34_10 => "wrn-34-10",
         }
     }
 
@@ -71,6 +87,15 @@ impl BenchModel {
             BenchModel::PreactResnet18 => ModelSpec::new(
                 Architecture::PreActResNet18 {
                     final_bn_relu: true,
+                },
+                10,
+                [3, 32, 32],
+            ),
+            BenchModel::Resnet18 => ModelSpec::new(Architecture::ResNet18, 10, [3, 32, 32]),
+            BenchModel::Wrn34_10 => ModelSpec::new(
+                Architecture::WideResNet {
+                    depth: 34,
+                    widen: 10,
                 },
                 10,
                 [3, 32, 32],
@@ -156,6 +181,10 @@ pub struct BenchSettings {
     pub threads: i32,
     /// Layout of the convolution kernels.
     pub memory_format: &'static str,
+    /// The arithmetic of the forward passes (`fp32`, `bf16`).
+    pub precision: Precision,
+    /// cuDNN's autotuner (CUDA only; `false` on the CPU).
+    pub cudnn_benchmark: bool,
     /// Timed steps (after `warmup`).
     pub steps: usize,
     pub warmup: usize,
@@ -206,6 +235,9 @@ pub struct BenchPlan {
     /// Timed steps per measurement (after one warm-up step).
     pub steps: usize,
     pub memory_format: MemoryFormat,
+    pub precision: Precision,
+    /// cuDNN's autotuner on CUDA (`torch.backends.cudnn.benchmark`).
+    pub cudnn_benchmark: bool,
     pub device: Device,
     /// Record where the timed steps spend their time ([`crate::profile`]; CPU only).
     pub profile: bool,
@@ -239,6 +271,10 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
             "the CPU (CUDA kernels run asynchronously, so phase wall times would mislead)",
         ));
     }
+    plan.precision.check(device)?;
+    if device.is_cuda() {
+        tch::Cuda::cudnn_set_benchmark(plan.cudnn_benchmark);
+    }
     let mut rows = Vec::new();
     for &bench_model in &plan.models {
         let spec = bench_model.spec();
@@ -254,6 +290,7 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
         }
         let mut model = Model::new(&spec, device, 0)?;
         model.set_memory_format(plan.memory_format)?;
+        model.set_precision(plan.precision)?;
         let [c, h, w] = spec.input_shape.map(|v| v as i64);
         let batch = plan.batch as i64;
         let x = Tensor::rand([batch, c, h, w], (Kind::Float, device));
@@ -309,6 +346,8 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
                     device: format!("{device:?}"),
                     threads: tch::get_num_threads(),
                     memory_format: plan.memory_format.name(),
+                    precision: plan.precision,
+                    cudnn_benchmark: device.is_cuda() && plan.cudnn_benchmark,
                     steps: plan.steps,
                     warmup: 1,
                     attack_steps: workload.attack_steps(),

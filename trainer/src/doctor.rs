@@ -41,7 +41,8 @@ pub struct LibtorchInfo {
 
 #[derive(Debug, Serialize)]
 pub struct CudaInfo {
-    /// libtorch was compiled with CUDA support.
+    /// libtorch's `at::hasCUDA()`: false without a usable device, even for a CUDA build
+    /// (`cuda_library_loaded` tells the build).
     pub compiled_with_cuda: bool,
     /// libtorch_cuda.so is mapped into the process and is not the empty CPU stub.
     pub cuda_library_loaded: bool,
@@ -139,12 +140,13 @@ pub fn report(data_roots: &[PathBuf]) -> Report {
         cudnn_version: available.then(tch::utils::version_cudnn),
         cudart_version: available.then(tch::utils::version_cudart),
     };
-    if cuda_library_loaded && !available {
-        problems.push(
-            "a CUDA libtorch is loaded but no CUDA device is usable: check the NVIDIA driver \
-             (`nvidia-smi`) and CUDA_VISIBLE_DEVICES; training falls back to the CPU"
-                .into(),
-        );
+    if let Some(problem) = cuda_problem(
+        cuda_library_loaded,
+        available,
+        std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
+        Path::new(NVIDIA_DRIVER_FILE).exists(),
+    ) {
+        problems.push(problem);
     }
 
     let datasets: Vec<DatasetStatus> = DatasetId::ALL
@@ -206,5 +208,66 @@ pub fn report(data_roots: &[PathBuf]) -> Report {
         default_device: format!("{:?}", crate::default_device()),
         datasets,
         problems,
+    }
+}
+
+/// The file the NVIDIA kernel driver creates when it is loaded.
+const NVIDIA_DRIVER_FILE: &str = "/proc/driver/nvidia/version";
+
+/// What keeps CUDA from working, from what the process sees: whether the CUDA libtorch is
+/// loaded (not the CPU stub), whether libtorch finds a device, `CUDA_VISIBLE_DEVICES`, and
+/// whether the NVIDIA driver is loaded. `None` when there is nothing to say (CUDA works, or a
+/// CPU machine with the CPU libtorch).
+pub fn cuda_problem(
+    cuda_library_loaded: bool,
+    available: bool,
+    visible_devices: Option<&str>,
+    driver_loaded: bool,
+) -> Option<String> {
+    let hidden = visible_devices
+        .map(str::trim)
+        .filter(|v| v.is_empty() || *v == "-1" || *v == "NoDevFiles");
+    match (cuda_library_loaded, available) {
+        (_, true) => None,
+        (false, false) if driver_loaded => Some(
+            "an NVIDIA driver is loaded but this libtorch is the CPU build: run `cargo xtask \
+             setup --cuda` (no rebuild needed) to use the GPU"
+                .into(),
+        ),
+        (false, false) => None,
+        (true, false) if !driver_loaded => Some(format!(
+            "a CUDA libtorch is loaded but no NVIDIA driver is ({NVIDIA_DRIVER_FILE} is \
+             missing): install the driver (CUDA 13.0 needs R580 or newer) and check with \
+             `nvidia-smi`; training falls back to the CPU"
+        )),
+        (true, false) if hidden.is_some() => Some(format!(
+            "a CUDA libtorch and the NVIDIA driver are loaded but CUDA_VISIBLE_DEVICES = \
+             \"{}\" hides every GPU; training falls back to the CPU",
+            hidden.unwrap_or_default()
+        )),
+        (true, false) => Some(
+            "a CUDA libtorch and the NVIDIA driver are loaded but no CUDA device is usable: \
+             check `nvidia-smi` (a driver older than the CUDA 13.0 libtorch needs, R580, or a \
+             container without the GPU passed through); training falls back to the CPU"
+                .into(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cuda_problem;
+
+    #[test]
+    fn cuda_problems_name_their_cause() {
+        // CUDA works, or a CPU machine with the CPU build: nothing to say.
+        assert_eq!(cuda_problem(true, true, None, true), None);
+        assert_eq!(cuda_problem(false, false, None, false), None);
+        let say = |lib, vis, drv| cuda_problem(lib, false, vis, drv).unwrap();
+        assert!(say(false, None, true).contains("cargo xtask setup --cuda"));
+        assert!(say(true, None, false).contains("no NVIDIA driver"));
+        assert!(say(true, Some("-1"), true).contains("CUDA_VISIBLE_DEVICES = \"-1\""));
+        assert!(say(true, Some(""), true).contains("hides every GPU"));
+        assert!(say(true, Some("0"), true).contains("no CUDA device is usable"));
     }
 }

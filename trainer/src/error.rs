@@ -36,6 +36,10 @@ pub enum TrainerError {
         expected: String,
     },
 
+    /// A worker thread could not start, or ended before its work was done (it panicked).
+    #[error("the {what} thread: {reason}")]
+    Worker { what: &'static str, reason: String },
+
     #[error(transparent)]
     Theory(#[from] classwise_theory::TheoryError),
 

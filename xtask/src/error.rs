@@ -155,6 +155,39 @@ pub enum SetupError {
         target: PathBuf,
     },
 
+    #[error(
+        "--cuda (or CLASSWISE_CUDA=1) assembles a CUDA libtorch from PyPI wheels, but \
+         {variable}={value} is set, and it selects {selects} instead.\n\
+         Unset {variable} to use --cuda, or drop --cuda to keep {variable}"
+    )]
+    CudaConflict {
+        variable: &'static str,
+        value: String,
+        selects: &'static str,
+    },
+
+    #[error(
+        "the wheels in {manifest} are built for {platform}, but this machine is {found}: set-up \
+         cannot assemble that libtorch here. Point LIBTORCH at a libtorch 2.13.0 built for this \
+         machine (with CUDA if you want it) and run `cargo xtask setup` without --cuda"
+    )]
+    WrongPlatform {
+        manifest: PathBuf,
+        platform: String,
+        found: String,
+    },
+
+    #[error(
+        "not enough disk space in {dir}: the libtorch assembly needs about {needed} (the wheels \
+         still to download plus the assembled directory), but only {available} is free.\n\
+         Free some space, or point --cache-dir (CLASSWISE_CACHE_DIR) at a larger disk"
+    )]
+    NotEnoughSpace {
+        dir: PathBuf,
+        needed: String,
+        available: String,
+    },
+
     #[error("{context}: {path}: {source}")]
     Io {
         context: &'static str,

@@ -1,5 +1,6 @@
 //! Making a libtorch 2.13.0 available to tch: the user's own (`LIBTORCH`, `LIBTORCH_USE_PYTORCH`)
-//! checked for its version, or a CPU libtorch assembled from PyPI wheels into the cache.
+//! checked for its version, or a CPU (or, with `--cuda`, CUDA) libtorch assembled from PyPI wheels
+//! into the cache.
 //! Either way `<repo>/.libtorch` (the `LIBTORCH` of `.cargo/config.toml`) is pointed at it.
 
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ pub enum Source {
     User(PathBuf),
     /// `LIBTORCH_USE_PYTORCH=1`: the torch package of the active Python.
     Pytorch,
-    /// Assemble the CPU libtorch from wheels.
+    /// Assemble libtorch from wheels (the CPU manifest, or the CUDA one with `--cuda`).
     Wheels,
 }
 
@@ -136,8 +137,9 @@ pub struct Assembled {
     pub downloaded: usize,
 }
 
-/// Assembles the CPU libtorch described by `manifest` in `cache`, unless an up-to-date copy is
-/// there.
+/// Assembles the libtorch described by `manifest` (the CPU or the CUDA one) in `cache`, unless an
+/// up-to-date copy is there. Announces the sizes and checks the free space first, when the
+/// manifest gives them.
 pub fn assemble(
     manifest: &Manifest,
     cache: &Path,
@@ -162,6 +164,7 @@ pub fn assemble(
         });
     }
     let downloads = cache.join("downloads");
+    crate::space::announce_and_check(manifest, cache, wheel_dir, &downloads)?;
     // Fetch and verify every wheel before extracting anything.
     let mut got = Vec::new();
     let mut downloaded = 0;
@@ -236,53 +239,85 @@ fn build_stub(path: &Path) -> Result<(), SetupError> {
     }
 }
 
+/// What `ldd` says about one library.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ldd {
+    /// Every dependency resolves.
+    Resolved,
+    /// These dependencies (their names) are not found by the loader.
+    Missing(Vec<String>),
+    /// `ldd` cannot load it at all (not a shared library, wrong architecture, ...): its output.
+    Unloadable(String),
+    /// There is no `ldd` on PATH.
+    Unavailable,
+}
+
+/// Runs `ldd` on `path` without the caller's LD_LIBRARY_PATH, so that only what the library
+/// itself (its rpath) and the system provide counts.
+pub fn ldd(path: &Path) -> std::io::Result<Ldd> {
+    let out = match Command::new("ldd")
+        .arg(path)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ldd::Unavailable),
+        Err(e) => return Err(e),
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let missing: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("not found"))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    if !missing.is_empty() {
+        return Ok(Ldd::Missing(missing));
+    }
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let both = format!("{} {}", text.trim(), err.trim());
+        return Ok(Ldd::Unloadable(both.trim().to_string()));
+    }
+    Ok(Ldd::Resolved)
+}
+
 /// Checks with `ldd` that the dynamic loader resolves every dependency of libtorch's libraries
-/// in `dir/lib`, so that a missing library is reported here and not as a loader error when a
-/// binary starts. `hint` says what to do about it for this source of libtorch.
-pub fn check_loadable(dir: &Path, hint: &'static str) -> Result<(), SetupError> {
+/// in `dir/lib` (libtorch_cpu.so, and libtorch.so and libtorch_cuda.so when present) and of
+/// `extra` (paths relative to `dir`, from the manifest's `check`), so that a missing library is
+/// reported here and not as a loader error when a binary starts. `hint` says what to do about it
+/// for this source of libtorch.
+pub fn check_loadable(dir: &Path, extra: &[String], hint: &'static str) -> Result<(), SetupError> {
     let lib = dir.join("lib");
-    for name in ["libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so"] {
-        let path = lib.join(name);
-        if name != "libtorch_cpu.so" && !path.exists() {
-            continue;
-        }
+    let optional = [lib.join("libtorch.so"), lib.join("libtorch_cuda.so")];
+    let present = optional.into_iter().filter(|p| p.exists());
+    let required =
+        std::iter::once(lib.join("libtorch_cpu.so")).chain(extra.iter().map(|e| dir.join(e)));
+    for path in present.chain(required) {
         let fail = |detail: String| SetupError::NotLoadable {
             dir: dir.to_path_buf(),
             detail,
             hint,
         };
-        let out = match Command::new("ldd")
-            .arg(&path)
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-        {
-            Ok(out) => out,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        match ldd(&path).map_err(|e| fail(format!("cannot run `ldd` ({e})")))? {
+            Ldd::Resolved => {}
+            Ldd::Unavailable => {
                 eprintln!("  warning: no `ldd` on PATH; libtorch's dependencies were not checked");
                 return Ok(());
             }
-            Err(e) => return Err(fail(format!("cannot run `ldd` ({e})"))),
-        };
-        let text = String::from_utf8_lossy(&out.stdout);
-        let missing: Vec<&str> = text
-            .lines()
-            .filter(|l| l.contains("not found"))
-            .filter_map(|l| l.split_whitespace().next())
-            .collect();
-        if !missing.is_empty() {
-            return Err(fail(format!(
-                "{} needs {}, which the loader does not find",
-                path.display(),
-                missing.join(", ")
-            )));
-        }
-        if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            return Err(fail(format!(
-                "{} is not a loadable shared library ({})",
-                path.display(),
-                format!("{} {}", text.trim(), err.trim()).trim()
-            )));
+            Ldd::Missing(missing) => {
+                return Err(fail(format!(
+                    "{} needs {}, which the loader does not find",
+                    path.display(),
+                    missing.join(", ")
+                )));
+            }
+            Ldd::Unloadable(output) => {
+                return Err(fail(format!(
+                    "{} is not a loadable shared library ({output})",
+                    path.display()
+                )));
+            }
         }
     }
     Ok(())

@@ -1,7 +1,8 @@
 //! `cargo xtask`: project chores that need no libtorch.
 //!
 //! - `setup`: libtorch 2.13.0 for tch (the user's, checked, or a CPU one assembled from PyPI
-//!   wheels into the cache) and Fashion-MNIST (from Debian's package, without root).
+//!   wheels into the cache; with `--cuda` a CUDA one, from the torch wheel and its nvidia-*
+//!   wheels) and Fashion-MNIST (from Debian's package, without root).
 //! - `test`: the README's test command (format, libtorch-free crates without libtorch, set-up,
 //!   the whole workspace's tests, clippy). `.ci/run` runs it, then `demo`.
 //! - `demo`: the README's main command (set-up, then `classwise demo`).
@@ -9,11 +10,13 @@
 //!   `out/book`; with `--check`, opened in headless Chromium by `tests/book_browser.rs`.
 
 mod book;
+mod cuda;
 mod data;
 mod error;
 mod libtorch;
 mod manifest;
 mod paths;
+mod space;
 mod wheel;
 
 use std::path::{Path, PathBuf};
@@ -21,6 +24,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 
 use crate::libtorch::Source;
@@ -82,15 +86,21 @@ struct SetupArgs {
     #[arg(long, env = "CLASSWISE_CACHE_DIR")]
     cache_dir: Option<PathBuf>,
     /// A directory of already-downloaded wheels (offline machines); each is checked against
-    /// the sha256 in xtask/libtorch-wheels.toml.
+    /// the sha256 in xtask/libtorch-wheels.toml (xtask/libtorch-wheels-cuda.toml with --cuda).
     #[arg(long, env = "CLASSWISE_WHEEL_DIR")]
     wheel_dir: Option<PathBuf>,
     /// Python interpreter whose pip downloads the wheels.
     #[arg(long, env = "CLASSWISE_PYTHON", default_value = "python3")]
     python: String,
-    /// Keep the downloaded wheels in the cache after extraction (~540 MB).
+    /// Keep the downloaded wheels in the cache after extraction (~540 MB; ~2.5 GB with --cuda).
     #[arg(long)]
     keep_wheels: bool,
+    /// Assemble a CUDA libtorch (CUDA 13.0, linux x86_64) from the torch wheel and the nvidia-*
+    /// wheels it depends on (xtask/libtorch-wheels-cuda.toml: about 2.5 GB to download, 3.5 GB
+    /// assembled) instead of the CPU one. Needs no GPU to set up; `classwise doctor` on the GPU
+    /// machine says whether CUDA works. Refused while LIBTORCH or LIBTORCH_USE_PYTORCH is set.
+    #[arg(long, env = "CLASSWISE_CUDA", value_parser = BoolishValueParser::new())]
+    cuda: bool,
     /// Skip the Fashion-MNIST step.
     #[arg(long)]
     no_data: bool,
@@ -101,9 +111,12 @@ struct SetupArgs {
     /// The link that `.cargo/config.toml` names as LIBTORCH.
     #[arg(long, hide = true)]
     link: Option<PathBuf>,
-    /// The wheel manifest.
+    /// The wheel manifest [default: xtask/libtorch-wheels.toml, or -cuda.toml with --cuda].
     #[arg(long, hide = true)]
     manifest: Option<PathBuf>,
+    /// This machine as `<os>-<arch>` [default: the real one], for the platform check.
+    #[arg(long, hide = true)]
+    platform: Option<String>,
     /// Where a system-wide Fashion-MNIST is looked for first.
     #[arg(long, hide = true, default_value = data::SYSTEM_DIR)]
     system_data_dir: PathBuf,
@@ -129,6 +142,7 @@ fn main() {
     }
 }
 
+/// `cargo xtask setup`: libtorch behind the `.libtorch` link, Fashion-MNIST, the book tools.
 fn setup(args: &SetupArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let cache = args
@@ -139,69 +153,19 @@ fn setup(args: &SetupArgs) -> anyhow::Result<()> {
         .link
         .clone()
         .unwrap_or_else(paths::default_libtorch_link);
-    let manifest_path = args
-        .manifest
-        .clone()
-        .unwrap_or_else(paths::default_manifest);
+    let manifest_path = args.manifest.clone().unwrap_or_else(|| {
+        if args.cuda {
+            paths::default_cuda_manifest()
+        } else {
+            paths::default_manifest()
+        }
+    });
     let manifest = Manifest::load(&manifest_path)?;
-    let source = Source::from_env(
-        std::env::var("LIBTORCH").ok().as_deref(),
-        std::env::var("LIBTORCH_USE_PYTORCH").ok().as_deref(),
-        &link,
-    );
     eprintln!("classwise setup: cache {}", cache.display());
-    let libtorch = match source {
-        Source::User(dir) => {
-            libtorch::check_user_dir(&dir, &manifest.torch_version)?;
-            libtorch::check_loadable(
-                &dir,
-                "Install the missing libraries (for a CUDA build: the CUDA runtime, cuDNN, NCCL of \
-                 the version it was built with) or add their directory to LD_LIBRARY_PATH",
-            )?;
-            eprintln!(
-                "  libtorch: using LIBTORCH={} (version checked)",
-                dir.display()
-            );
-            dir
-        }
-        Source::Pytorch => {
-            let dir = libtorch::from_pytorch(&args.python, &cache, &manifest.torch_version)?;
-            libtorch::check_loadable(
-                &dir,
-                "Reinstall torch in that environment (its nvidia-* dependencies provide the CUDA \
-                 libraries), or unset LIBTORCH_USE_PYTORCH",
-            )?;
-            eprintln!("  libtorch: using the torch package of `{}`", args.python);
-            dir
-        }
-        Source::Wheels => {
-            let pip = Pip {
-                python: args.python.clone(),
-            };
-            let a = libtorch::assemble(
-                &manifest,
-                &cache,
-                args.wheel_dir.as_deref(),
-                &pip,
-                args.keep_wheels,
-            )?;
-            libtorch::check_loadable(
-                &a.dir,
-                "The assembled copy is damaged or this system lacks a base library: delete that \
-                 directory and run `cargo xtask setup` again",
-            )?;
-            if a.built {
-                eprintln!(
-                    "  libtorch: {} (assembled; {} wheels downloaded)",
-                    a.dir.display(),
-                    a.downloaded
-                );
-            } else {
-                eprintln!("  libtorch: {} (up to date)", a.dir.display());
-            }
-            a.dir
-        }
-    };
+    let libtorch = provide_libtorch(args, &manifest, &cache, &link)?;
+    if let Some(note) = cuda::switch_note(&link, &libtorch) {
+        eprintln!("  {note}");
+    }
     libtorch::replace_symlink(&libtorch, &link)?;
     eprintln!("  {} -> {}", link.display(), libtorch.display());
     if !args.no_data {
@@ -216,6 +180,92 @@ fn setup(args: &SetupArgs) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The libtorch directory to link: the user's (`LIBTORCH`, `LIBTORCH_USE_PYTORCH`), checked, or
+/// the one `manifest` describes, assembled in `cache`.
+fn provide_libtorch(
+    args: &SetupArgs,
+    manifest: &Manifest,
+    cache: &Path,
+    link: &Path,
+) -> anyhow::Result<PathBuf> {
+    let use_pytorch = std::env::var("LIBTORCH_USE_PYTORCH").ok();
+    let source = Source::from_env(
+        std::env::var("LIBTORCH").ok().as_deref(),
+        use_pytorch.as_deref(),
+        link,
+    );
+    if args.cuda {
+        cuda::check_source(&source, use_pytorch.as_deref())?;
+    }
+    Ok(match source {
+        Source::User(dir) => {
+            libtorch::check_user_dir(&dir, &manifest.torch_version)?;
+            libtorch::check_loadable(
+                &dir,
+                &[],
+                "Install the missing libraries (for a CUDA build: the CUDA runtime, cuDNN, NCCL of \
+                 the version it was built with) or add their directory to LD_LIBRARY_PATH",
+            )?;
+            eprintln!(
+                "  libtorch: using LIBTORCH={} (version checked)",
+                dir.display()
+            );
+            dir
+        }
+        Source::Pytorch => {
+            let dir = libtorch::from_pytorch(&args.python, cache, &manifest.torch_version)?;
+            libtorch::check_loadable(
+                &dir,
+                &[],
+                "Reinstall torch in that environment (its nvidia-* dependencies provide the CUDA \
+                 libraries), or unset LIBTORCH_USE_PYTORCH",
+            )?;
+            eprintln!("  libtorch: using the torch package of `{}`", args.python);
+            dir
+        }
+        Source::Wheels => from_wheels(args, manifest, cache)?,
+    })
+}
+
+/// Assembles (or finds up to date) the libtorch of `manifest` in `cache` and checks that it loads.
+fn from_wheels(args: &SetupArgs, manifest: &Manifest, cache: &Path) -> anyhow::Result<PathBuf> {
+    let platform = args.platform.clone().unwrap_or_else(cuda::this_platform);
+    cuda::check_platform(manifest, &platform)?;
+    let pip = Pip {
+        python: args.python.clone(),
+    };
+    let a = libtorch::assemble(
+        manifest,
+        cache,
+        args.wheel_dir.as_deref(),
+        &pip,
+        args.keep_wheels,
+    )?;
+    libtorch::check_loadable(
+        &a.dir,
+        &manifest.check,
+        "The assembled copy is damaged or this system lacks a base library: delete that \
+         directory and run `cargo xtask setup` again",
+    )?;
+    if a.built {
+        eprintln!(
+            "  libtorch: {} (assembled; {} wheels downloaded)",
+            a.dir.display(),
+            a.downloaded
+        );
+    } else {
+        eprintln!("  libtorch: {} (up to date)", a.dir.display());
+    }
+    if cuda::driver_missing(&a.dir) {
+        eprintln!(
+            "  note: no NVIDIA driver on this machine (the loader finds no libcuda.so.1), so this \
+             CUDA libtorch runs on the CPU here; on the GPU machine, `cargo run --release -- \
+             doctor` says whether CUDA works"
+        );
+    }
+    Ok(a.dir)
 }
 
 /// Runs a command in the workspace root, echoing it; fails on a non-zero exit.

@@ -1,4 +1,5 @@
-//! The committed list of wheels (`xtask/libtorch-wheels.toml`) and what to keep from each.
+//! The committed lists of wheels (`xtask/libtorch-wheels.toml` for the CPU libtorch,
+//! `xtask/libtorch-wheels-cuda.toml` for the CUDA one) and what to keep from each.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,17 @@ pub struct Manifest {
     /// Empty shared libraries to create (paths relative to the libtorch directory).
     #[serde(default)]
     pub stub: Vec<String>,
+    /// `<os>-<arch>` (as Rust's `std::env::consts`) the wheels are built for; any when absent.
+    #[serde(default)]
+    pub platform: Option<String>,
+    /// Bytes the assembled directory takes, when known: with the wheels' sizes, what set-up
+    /// announces and checks against the free disk space before downloading.
+    #[serde(default)]
+    pub unpacked_size: Option<u64>,
+    /// Libraries (relative to the libtorch directory) that libtorch opens with dlopen, whose
+    /// dependencies set-up checks with `ldd` as it does those of libtorch.so.
+    #[serde(default)]
+    pub check: Vec<String>,
     #[serde(rename = "wheel")]
     pub wheels: Vec<Wheel>,
     /// Where the manifest was read from (for messages).
@@ -38,6 +50,9 @@ pub struct Wheel {
     pub file: String,
     /// Lower-case hex sha256 of that file.
     pub sha256: String,
+    /// Size of that file in bytes, when known (for the announced download size).
+    #[serde(default)]
+    pub size: Option<u64>,
     /// pip's platform-selection flags, so the same file is chosen whatever the local Python.
     #[serde(default)]
     pub pip_tags: Vec<String>,
@@ -53,6 +68,7 @@ pub struct Keep {
 }
 
 impl Manifest {
+    /// Reads and checks a manifest: every sha256 is 64 hex digits, every wheel keeps something.
     pub fn load(path: &Path) -> Result<Self, SetupError> {
         let text = std::fs::read_to_string(path).at("reading the wheel manifest", path)?;
         let bad = |reason: String| SetupError::BadManifest {

@@ -38,3 +38,8 @@ pub fn default_libtorch_link() -> PathBuf {
 pub fn default_manifest() -> PathBuf {
     repo_root().join("xtask").join("libtorch-wheels.toml")
 }
+
+/// The manifest of wheels that make up the CUDA libtorch (`cargo xtask setup --cuda`).
+pub fn default_cuda_manifest() -> PathBuf {
+    repo_root().join("xtask").join("libtorch-wheels-cuda.toml")
+}

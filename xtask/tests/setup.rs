@@ -1,77 +1,11 @@
 //! `cargo xtask setup` in bad and good states, run as the real binary with a private cache,
 //! link and environment. Each failure must be a clear message naming what is wrong.
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use sha2::{Digest, Sha256};
-
-/// The set-up binary with an environment free of the caller's libtorch and data settings.
-struct Setup {
-    dir: tempfile::TempDir,
-    cmd: Command,
-}
-
-impl Setup {
-    /// Cache, link and system data directory under a new temporary directory.
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let cmd = Self::command(dir.path());
-        Setup { dir, cmd }
-    }
-
-    /// The command with cache, link and system data directory under `root`.
-    fn command(root: &Path) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        cmd.arg("setup")
-            .arg("--cache-dir")
-            .arg(root.join("cache"))
-            .arg("--link")
-            .arg(root.join("libtorch-link"))
-            .arg("--system-data-dir")
-            .arg(root.join("no-system-data"))
-            // The book tools (mdBook, mdbook-katex: minutes of `cargo install` each) are not what
-            // these tests are about; without this, every successful set-up here would build
-            // them into its fresh cache.
-            .arg("--no-book");
-        for var in [
-            "LIBTORCH",
-            "LIBTORCH_USE_PYTORCH",
-            "LIBTORCH_BYPASS_VERSION_CHECK",
-            "CLASSWISE_WHEEL_DIR",
-            "CLASSWISE_PYTHON",
-            "CLASSWISE_CACHE_DIR",
-        ] {
-            cmd.env_remove(var);
-        }
-        cmd
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    fn run(mut self) -> (Output, String, tempfile::TempDir) {
-        let out = self.cmd.output().unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out, text, self.dir)
-    }
-}
-
-fn expect_failure(s: Setup, needles: &[&str]) -> tempfile::TempDir {
-    let (out, text, dir) = s.run();
-    assert_eq!(out.status.code(), Some(1), "expected exit 1, got:\n{text}");
-    for n in needles {
-        assert!(text.contains(n), "message lacks `{n}`:\n{text}");
-    }
-    dir
-}
+use common::{Setup, expect_failure, script, sha256, shared_object, zip_bytes};
 
 /// A directory that passes the libtorch checks, with the given build-version.
 fn fake_libtorch(root: &Path, version: &str) -> PathBuf {
@@ -81,34 +15,6 @@ fn fake_libtorch(root: &Path, version: &str) -> PathBuf {
     shared_object(&dir.join("lib/libtorch_cpu.so"), &[]);
     std::fs::write(dir.join("build-version"), format!("{version}\n")).unwrap();
     dir
-}
-
-/// Builds an empty shared object at `path` with the C compiler; `link` are extra linker args.
-fn shared_object(path: &Path, link: &[&str]) {
-    let src = path.with_extension("c");
-    std::fs::write(&src, "int classwise_test_symbol;\n").unwrap();
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(path)
-        .arg(&src)
-        .args(link)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    std::fs::remove_file(src).unwrap();
-}
-
-fn script(path: &Path, body: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 const MANIFEST: &str = include_str!("../libtorch-wheels.toml");
@@ -368,17 +274,6 @@ fn system_fashion_mnist_is_used_when_present() {
         text.contains(&format!("Fashion-MNIST: {}", system.display())),
         "{text}"
     );
-}
-
-/// A zip archive with the given (name, content) entries.
-fn zip_bytes(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    for (name, content) in entries {
-        w.start_file(*name, zip::write::SimpleFileOptions::default())
-            .unwrap();
-        w.write_all(content).unwrap();
-    }
-    w.finish().unwrap().into_inner()
 }
 
 #[test]

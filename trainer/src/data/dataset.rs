@@ -159,29 +159,24 @@ impl Dataset {
     }
 
     fn check_indices(&self, indices: &[i64]) -> Result<Tensor> {
-        let n = self.len() as i64;
-        if let Some((i, &j)) = indices.iter().enumerate().find(|&(_, &j)| j < 0 || j >= n) {
-            return Err(invalid(
-                format!("indices[{i}]"),
-                j,
-                format!("an image index in 0..{n}"),
-            ));
-        }
-        Ok(Tensor::f_from_slice(indices)?)
+        index_tensor(indices, self.len())
     }
 
     /// The images at `indices` as `f32` in [0,1] (B×C×H×W) and their labels (`i64`, B), both
     /// on `device`. The `u8` batch is moved first and converted there (4× less to copy).
     pub fn batch(&self, indices: &[i64], device: Device) -> Result<(Tensor, Tensor)> {
         let idx = self.check_indices(indices)?;
-        let x = self
-            .images
-            .f_index_select(0, &idx)?
-            .f_to_device(device)?
-            .f_to_kind(Kind::Float)?
-            .f_div_scalar(255.0)?;
-        let y = self.labels.f_index_select(0, &idx)?.f_to_device(device)?;
-        Ok((x, y))
+        gather(&self.images, &self.labels, &idx, device)
+    }
+
+    /// A handle on the images and labels that can move to another thread (a prefetching
+    /// worker, [`super::loader`]); it shares their memory.
+    pub fn host_source(&self) -> HostSource {
+        HostSource {
+            images: self.images.shallow_clone(),
+            labels: self.labels.shallow_clone(),
+            len: self.len(),
+        }
     }
 
     /// The same data set with another origin description (e.g. marked synthetic).
@@ -208,6 +203,65 @@ impl Dataset {
         );
         Dataset::new(images, labels, self.class_names.clone(), origin)
     }
+}
+
+/// The images and labels of a [`Dataset`], without the rest: `Send`, so a worker thread can cut
+/// batches from it ([`Dataset::host_source`]).
+#[derive(Debug)]
+pub struct HostSource {
+    images: Tensor,
+    labels: Tensor,
+    len: usize,
+}
+
+impl HostSource {
+    /// Number of images.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// As [`Dataset::batch`], on the CPU.
+    pub fn batch(&self, indices: &[i64]) -> Result<(Tensor, Tensor)> {
+        let idx = index_tensor(indices, self.len)?;
+        gather(&self.images, &self.labels, &idx, Device::Cpu)
+    }
+}
+
+/// `indices` as a tensor, after checking each is in `0..n`; an error names the first that is not.
+fn index_tensor(indices: &[i64], n: usize) -> Result<Tensor> {
+    if let Some((i, &j)) = indices
+        .iter()
+        .enumerate()
+        .find(|&(_, &j)| j < 0 || j >= n as i64)
+    {
+        return Err(invalid(
+            format!("indices[{i}]"),
+            j,
+            format!("an image index in 0..{n}"),
+        ));
+    }
+    Ok(Tensor::f_from_slice(indices)?)
+}
+
+/// The images at `idx` as `f32` in [0,1] and their labels, on `device`: the `u8` rows are moved
+/// first and converted there (4× less to copy).
+fn gather(
+    images: &Tensor,
+    labels: &Tensor,
+    idx: &Tensor,
+    device: Device,
+) -> Result<(Tensor, Tensor)> {
+    let x = images
+        .f_index_select(0, idx)?
+        .f_to_device(device)?
+        .f_to_kind(Kind::Float)?
+        .f_div_scalar(255.0)?;
+    let y = labels.f_index_select(0, idx)?.f_to_device(device)?;
+    Ok((x, y))
 }
 
 /// `n` default class names `"0"`, `"1"`, ….

@@ -16,6 +16,7 @@ mod cache;
 pub mod cifar;
 pub mod dataset;
 pub mod idx;
+pub mod loader;
 pub mod split;
 pub mod synth;
 pub mod synthetic;
@@ -28,7 +29,8 @@ use serde::{Deserialize, Serialize};
 
 pub use augment::{Augment, PadMode};
 pub use cifar::Cifar100Labels;
-pub use dataset::{CacheStatus, Dataset, Origin};
+pub use dataset::{CacheStatus, Dataset, HostSource, Origin};
+pub use loader::{LoadedBatch, Loader, LoaderPlan};
 pub use split::{Split, SplitRule, SplitSpec, ValSize};
 pub use synthetic::SyntheticSpec;
 pub use tiny_imagenet::ImageCache;

@@ -551,6 +551,7 @@ impl Cascade<'_> {
             robust_pred: state.adv_pred.iter().map(|&p| p as usize).collect(),
             clean_probs: None,
             steps: None,
+            precision: model.precision(),
         };
         let names: Vec<&str> = self.steps.iter().map(|s| s.name.as_str()).collect();
         let evaluation = summarize(

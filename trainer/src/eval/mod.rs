@@ -26,6 +26,7 @@ pub mod protocol;
 use crate::attack::{Attack, AttackInput, Budget, StepCounts};
 use crate::error::{Result, TrainerError, invalid};
 use crate::model::Classifier;
+use crate::model::Precision;
 
 /// Relative tolerance of the batch-size check on logits.
 const LOGIT_TOL: f64 = 1e-4;
@@ -117,6 +118,8 @@ pub struct Evaluation {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps_to_flip: Option<FlipSteps>,
     pub warnings: Vec<String>,
+    /// The arithmetic of the model's forward passes (`fp32`, or `bf16` mixed precision).
+    pub precision: Precision,
     /// What was decided for each test image; written beside the report as
     /// `predictions/<report>.json` ([`Evaluation::predictions`]), not into it.
     #[serde(skip)]
@@ -323,6 +326,7 @@ pub fn evaluate(
             robust_ok,
             robust_pred,
             clean_probs: Some(probs),
+            precision: model.precision(),
             steps,
         },
         warnings,
@@ -341,6 +345,8 @@ pub(crate) struct Outcomes {
     /// The ascent steps each sample took and the attack's step count, when the attack counts
     /// them.
     pub steps: Option<(Vec<usize>, usize)>,
+    /// The arithmetic of the model's forward passes.
+    pub precision: Precision,
 }
 
 /// The class-wise report of per-sample outcomes.
@@ -383,6 +389,7 @@ pub(crate) fn summarize(
             FlipSteps::of(steps, &o.labels, &wrong, k, *max)
         }),
         warnings,
+        precision: o.precision,
         per_image: PerImage {
             labels: o.labels,
             adversarial: o.robust_pred,
@@ -456,11 +463,12 @@ pub fn markdown(e: &Evaluation) -> String {
     use std::fmt::Write as _;
     let pct = |v: f64| format!("{:.2}", 100.0 * v);
     let mut out = format!(
-        "Attack: {} at eps = {} on {} samples; {}.\n\n| class | clean % | robust % | standard err % | boundary err % | robust err % |\n|---|---|---|---|---|---|\n",
+        "Attack: {} at eps = {} on {} samples; {}; forward passes in {}.\n\n| class | clean % | robust % | standard err % | boundary err % | robust err % |\n|---|---|---|---|---|---|\n",
         e.attack,
         e.eps,
         e.n_samples,
-        e.robust_counting.describe()
+        e.robust_counting.describe(),
+        e.precision
     );
     for (k, name) in e.class_names.iter().enumerate() {
         let _ = writeln!(

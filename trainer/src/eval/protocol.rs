@@ -246,7 +246,7 @@ pub fn run(
                 autoattack: None,
             },
             ProtocolStep::Attack(pgd) => {
-                let batches = crate::run::data::batches(data, opts.batch_size, device);
+                let batches = crate::run::data::batches(data, opts.batch_size, device)?;
                 let evaluation =
                     crate::seed::seeded(crate::seed::mix(opts.seed, i as u64, 0), || {
                         evaluate(
@@ -328,6 +328,7 @@ fn natural(
             robust_ok: ok,
             robust_pred: pred.iter().map(|&p| p as usize).collect(),
             clean_probs: Some(probs),
+            precision: model.precision(),
             steps: None,
         },
         Vec::new(),

@@ -3,9 +3,55 @@
 //! and the initialisation rules ([`super::init`]).
 
 use tch::Tensor;
-use tch::nn::{self, ModuleT};
+use tch::nn::{self, Module, ModuleT};
 
 use super::init::{InitStyle, ParamInit};
+use super::precision::{active, cast};
+
+/// A 2-D convolution (square kernel, zero padding, dilation 1, one group) computed in the
+/// active [`super::precision`]: fp32 as `nn::Conv2D`, or with input, weight and bias cast to
+/// bf16 per call (autocast's rule for convolutions).
+#[derive(Debug)]
+pub(crate) struct Conv2d {
+    pub(crate) inner: nn::Conv2D,
+    stride: i64,
+    padding: i64,
+}
+
+impl Conv2d {
+    /// The convolution of `xs` with zero padding `padding` (the layer's own, or 0 for an input
+    /// padded by the caller, as the windowed forward pass does).
+    pub(crate) fn with_padding(&self, xs: &Tensor, padding: i64) -> Tensor {
+        let kind = active().reduced_kind();
+        let bias = self.inner.bs.as_ref().map(|b| cast(b, kind));
+        cast(xs, kind).conv2d(
+            &cast(&self.inner.ws, kind),
+            bias.as_ref(),
+            [self.stride, self.stride],
+            [padding, padding],
+            [1, 1],
+            1,
+        )
+    }
+}
+
+impl Module for Conv2d {
+    fn forward(&self, xs: &Tensor) -> Tensor {
+        self.with_padding(xs, self.padding)
+    }
+}
+
+/// A linear layer computed in the active [`super::precision`] (autocast's rule for `linear`).
+#[derive(Debug)]
+pub(crate) struct Linear(pub(crate) nn::Linear);
+
+impl Module for Linear {
+    fn forward(&self, xs: &Tensor) -> Tensor {
+        let kind = active().reduced_kind();
+        let bias = self.0.bs.as_ref().map(|b| cast(b, kind));
+        cast(xs, kind).linear(&cast(&self.0.ws, kind), bias.as_ref())
+    }
+}
 
 /// A place in the model's `VarStore` plus the initialisation rules in force there.
 #[derive(Clone, Debug)]
@@ -48,7 +94,7 @@ impl<'a> Scope<'a> {
         stride: i64,
         padding: i64,
         bias: bool,
-    ) -> nn::Conv2D {
+    ) -> Conv2d {
         let dims = [out_ch, in_ch, k, k];
         let config = nn::ConvConfig {
             stride,
@@ -58,16 +104,20 @@ impl<'a> Scope<'a> {
             bs_init: self.style.conv_bias(&dims).to_tch(&[out_ch], self.random),
             ..Default::default()
         };
-        nn::conv2d(self.path.sub(name), in_ch, out_ch, k, config)
+        Conv2d {
+            inner: nn::conv2d(self.path.sub(name), in_ch, out_ch, k, config),
+            stride,
+            padding,
+        }
     }
 
     /// A 3×3 conv, padding 1, no bias (the ResNet family's conv).
-    pub(crate) fn conv3x3(&self, name: &str, in_ch: i64, out_ch: i64, stride: i64) -> nn::Conv2D {
+    pub(crate) fn conv3x3(&self, name: &str, in_ch: i64, out_ch: i64, stride: i64) -> Conv2d {
         self.conv(name, in_ch, out_ch, 3, stride, 1, false)
     }
 
     /// A 1×1 conv, no padding, no bias (projection shortcuts).
-    pub(crate) fn conv1x1(&self, name: &str, in_ch: i64, out_ch: i64, stride: i64) -> nn::Conv2D {
+    pub(crate) fn conv1x1(&self, name: &str, in_ch: i64, out_ch: i64, stride: i64) -> Conv2d {
         self.conv(name, in_ch, out_ch, 1, stride, 0, false)
     }
 
@@ -85,7 +135,7 @@ impl<'a> Scope<'a> {
     }
 
     /// A linear layer `name` with the scope's rules.
-    pub(crate) fn linear(&self, name: &str, in_dim: i64, out_dim: i64) -> nn::Linear {
+    pub(crate) fn linear(&self, name: &str, in_dim: i64, out_dim: i64) -> Linear {
         let dims = [out_dim, in_dim];
         self.linear_init(
             name,
@@ -104,14 +154,14 @@ impl<'a> Scope<'a> {
         out_dim: i64,
         weight: ParamInit,
         bias: ParamInit,
-    ) -> nn::Linear {
+    ) -> Linear {
         let dims = [out_dim, in_dim];
         let config = nn::LinearConfig {
             ws_init: weight.to_tch(&dims, self.random),
             bs_init: Some(bias.to_tch(&[out_dim], self.random)),
             bias: true,
         };
-        nn::linear(self.path.sub(name), in_dim, out_dim, config)
+        Linear(nn::linear(self.path.sub(name), in_dim, out_dim, config))
     }
 }
 

@@ -27,6 +27,7 @@ pub mod init;
 mod layers;
 pub mod normalize;
 mod preact_resnet;
+pub mod precision;
 mod resnet;
 pub mod safetensors;
 mod small_cnn;
@@ -38,6 +39,7 @@ mod wide_resnet;
 pub mod window;
 
 pub use normalize::Normalize;
+pub use precision::Precision;
 pub use spec::{Architecture, ModelSpec, Normalization};
 pub use weights::SPEC_METADATA_KEY;
 pub use window::{Window, WindowForward};
@@ -69,6 +71,11 @@ pub trait Classifier: ModuleT {
         let _ = (x, train);
         None
     }
+
+    /// The arithmetic of the forward passes ([`precision`]); fp32 unless the model says.
+    fn precision(&self) -> Precision {
+        Precision::Fp32
+    }
 }
 
 /// A network built from a [`ModelSpec`], owning its parameters and BN statistics.
@@ -82,6 +89,8 @@ pub struct Model {
     window: bool,
     /// The layout of the kernels, in which every input is laid out before the first layer.
     format: MemoryFormat,
+    /// The arithmetic of the forward pass ([`precision`]).
+    precision: Precision,
 }
 
 impl Model {
@@ -144,7 +153,21 @@ impl Model {
             net,
             window: true,
             format: MemoryFormat::Contiguous,
+            precision: Precision::Fp32,
         }
+    }
+
+    /// Computes the forward passes in `precision` from now on ([`precision`]); the parameters
+    /// stay fp32. Fails, naming `precision`, if the model's device cannot compute in it.
+    pub fn set_precision(&mut self, precision: Precision) -> Result<()> {
+        precision.check(self.device())?;
+        self.precision = precision;
+        Ok(())
+    }
+
+    /// The precision set by [`Model::set_precision`] (fp32 for a new or loaded model).
+    pub fn precision(&self) -> Precision {
+        self.precision
     }
 
     /// Offer [`Classifier::window_forward`] (the default) or not, e.g. to measure what it saves
@@ -248,23 +271,29 @@ impl Model {
 impl ModuleT for Model {
     /// Normalisation (if the spec has one), then the network. `train` selects BatchNorm's
     /// training mode (batch statistics, running statistics updated) and SmallCNN's dropout.
+    /// In bf16 the logits come back in fp32 ([`precision`]).
     fn forward_t(&self, xs: &Tensor, train: bool) -> Tensor {
         let xs = self.format.apply(xs);
-        let logits = match &self.normalize {
+        let logits = precision::scope(self.precision, || match &self.normalize {
             Some(norm) => self.net.forward_t(&norm.forward(&xs), train),
             None => self.net.forward_t(&xs, train),
-        };
+        });
+        let logits = precision::cast(&logits, Some(tch::Kind::Float));
         crate::diagnose::probe("model.logits", &logits);
         logits
     }
 }
 
 impl Classifier for Model {
+    fn precision(&self) -> Precision {
+        self.precision
+    }
+
     /// Available in eval mode for SmallCNN and FAT's SmallCNN (normalisation included), whose
     /// layers are all local; `None` in train mode (dropout, BN batch statistics) and for the
-    /// residual families.
+    /// residual families; `None` in bf16 (its queries would compute in fp32).
     fn window_forward(&self, x: &Tensor, train: bool) -> Option<WindowForward<'_>> {
-        if train || !self.window {
+        if train || !self.window || self.precision != Precision::Fp32 {
             return None;
         }
         let (mut ops, head) = self.net.local()?;

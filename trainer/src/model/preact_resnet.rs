@@ -8,7 +8,9 @@ use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
 use super::Net;
-use super::layers::{Scope, bn_relu, forward_blocks, global_avg_pool, residual_stages};
+use super::layers::{
+    Conv2d, Linear, Scope, bn_relu, forward_blocks, global_avg_pool, residual_stages,
+};
 
 /// Stage widths and first strides shared by the two ResNet-18 variants.
 pub(crate) const STAGES: [(i64, i64); 4] = [(64, 1), (128, 2), (256, 2), (512, 2)];
@@ -20,10 +22,10 @@ pub(crate) const BLOCKS_PER_STAGE: usize = 2;
 #[derive(Debug)]
 struct PreActBlock {
     bn1: nn::BatchNorm,
-    conv1: nn::Conv2D,
+    conv1: Conv2d,
     bn2: nn::BatchNorm,
-    conv2: nn::Conv2D,
-    shortcut: Option<nn::Conv2D>,
+    conv2: Conv2d,
+    shortcut: Option<Conv2d>,
 }
 
 impl PreActBlock {
@@ -56,10 +58,10 @@ impl ModuleT for PreActBlock {
 /// pool → Linear(512, K).
 #[derive(Debug)]
 pub(crate) struct PreActResNet18 {
-    conv1: nn::Conv2D,
+    conv1: Conv2d,
     blocks: Vec<PreActBlock>,
     final_bn: Option<nn::BatchNorm>,
-    linear: nn::Linear,
+    linear: Linear,
 }
 
 impl PreActResNet18 {

@@ -8,18 +8,20 @@ use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
 use super::Net;
-use super::layers::{Scope, bn_relu, forward_blocks, global_avg_pool, residual_stages};
+use super::layers::{
+    Conv2d, Linear, Scope, bn_relu, forward_blocks, global_avg_pool, residual_stages,
+};
 use super::preact_resnet::{BLOCKS_PER_STAGE, STAGES};
 
 /// BasicBlock(in→out, s): ReLU(BN(conv3×3(ReLU(BN(conv3×3(s)(x))))) + shortcut(x)), the
 /// shortcut being 1×1 conv(s) + BN when the shape changes, else the identity.
 #[derive(Debug)]
 struct BasicBlock {
-    conv1: nn::Conv2D,
+    conv1: Conv2d,
     bn1: nn::BatchNorm,
-    conv2: nn::Conv2D,
+    conv2: Conv2d,
     bn2: nn::BatchNorm,
-    shortcut: Option<(nn::Conv2D, nn::BatchNorm)>,
+    shortcut: Option<(Conv2d, nn::BatchNorm)>,
 }
 
 impl BasicBlock {
@@ -57,10 +59,10 @@ impl ModuleT for BasicBlock {
 /// Linear(512, K).
 #[derive(Debug)]
 pub(crate) struct ResNet18 {
-    conv1: nn::Conv2D,
+    conv1: Conv2d,
     bn1: nn::BatchNorm,
     blocks: Vec<BasicBlock>,
-    linear: nn::Linear,
+    linear: Linear,
 }
 
 impl ResNet18 {

@@ -26,11 +26,11 @@
 //! Parameter names: `feature_extractor.conv{1..4}`, `classifier.fc{1,2,3}`.
 
 use tch::Tensor;
-use tch::nn::{self, Module, ModuleT};
+use tch::nn::{Module, ModuleT};
 
 use super::Net;
 use super::init::ParamInit;
-use super::layers::{Scope, max_pool2};
+use super::layers::{Conv2d, Linear, Scope, max_pool2};
 use super::window::{LocalOp, Pointwise};
 
 const CONV_WIDTHS: [i64; 4] = [32, 32, 64, 64];
@@ -47,10 +47,10 @@ pub(crate) fn feature_side(side: usize) -> Option<usize> {
 
 #[derive(Debug)]
 pub(crate) struct SmallCnn {
-    convs: Vec<nn::Conv2D>,
-    fc1: nn::Linear,
-    fc2: nn::Linear,
-    fc3: nn::Linear,
+    convs: Vec<Conv2d>,
+    fc1: Linear,
+    fc2: Linear,
+    fc3: Linear,
 }
 
 impl SmallCnn {

@@ -12,7 +12,7 @@ use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
 use super::Net;
-use super::layers::{Scope, bn_relu, max_pool2};
+use super::layers::{Conv2d, Linear, Scope, bn_relu, max_pool2};
 use super::window::{LocalOp, Pointwise};
 
 const WIDTHS: [i64; 3] = [64, 128, 196];
@@ -21,9 +21,9 @@ const HIDDEN: i64 = 256;
 #[derive(Debug)]
 pub(crate) struct SmallCnnCifar {
     /// Per block, the two (conv, BN) pairs.
-    blocks: Vec<[(nn::Conv2D, nn::BatchNorm); 2]>,
-    fc1: nn::Linear,
-    fc2: nn::Linear,
+    blocks: Vec<[(Conv2d, nn::BatchNorm); 2]>,
+    fc1: Linear,
+    fc2: Linear,
 }
 
 impl SmallCnnCifar {

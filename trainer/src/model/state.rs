@@ -210,6 +210,7 @@ impl Model {
     pub fn try_clone(&self) -> Result<Model> {
         let mut copy = Model::build(self.spec(), self.device(), false);
         copy.set_memory_format(self.memory_format())?;
+        copy.precision = self.precision();
         copy.load_state(&self.variables_sorted())?;
         Ok(copy)
     }

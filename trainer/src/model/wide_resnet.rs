@@ -16,7 +16,9 @@ use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
 use super::Net;
-use super::layers::{Scope, bn_relu, forward_blocks, global_avg_pool, residual_stages};
+use super::layers::{
+    Conv2d, Linear, Scope, bn_relu, forward_blocks, global_avg_pool, residual_stages,
+};
 
 /// Width of the stem conv.
 const STEM_WIDTH: i64 = 16;
@@ -27,10 +29,10 @@ const STEM_WIDTH: i64 = 16;
 #[derive(Debug)]
 struct WideBlock {
     bn1: nn::BatchNorm,
-    conv1: nn::Conv2D,
+    conv1: Conv2d,
     bn2: nn::BatchNorm,
-    conv2: nn::Conv2D,
-    conv_shortcut: Option<nn::Conv2D>,
+    conv2: Conv2d,
+    conv_shortcut: Option<Conv2d>,
 }
 
 impl WideBlock {
@@ -65,10 +67,10 @@ impl ModuleT for WideBlock {
 /// BN → ReLU → global average pool → Linear(64k, K).
 #[derive(Debug)]
 pub(crate) struct WideResNet {
-    conv1: nn::Conv2D,
+    conv1: Conv2d,
     blocks: Vec<WideBlock>,
     bn1: nn::BatchNorm,
-    fc: nn::Linear,
+    fc: Linear,
 }
 
 impl WideResNet {

@@ -21,7 +21,9 @@
 //! (`trainer/tests/window.rs` checks them against `forward_t`). A window covering more than a
 //! quarter of the input is recomputed in full, by the same operations as `forward_t`.
 
-use tch::nn::{self, Module};
+use tch::nn::Module;
+
+use super::layers::Conv2d;
 use tch::{Kind, Tensor};
 
 use crate::error::{Result, invalid};
@@ -93,7 +95,7 @@ pub(crate) enum LocalOp<'a> {
     /// A k×k convolution with stride 1, dilation 1, one group and zero padding `padding`, then
     /// the pointwise `post`.
     Conv {
-        conv: &'a nn::Conv2D,
+        conv: &'a Conv2d,
         kernel: i64,
         padding: i64,
         post: Pointwise<'a>,
@@ -164,7 +166,7 @@ impl LocalOp<'_> {
                 } else {
                     crop.shallow_clone()
                 };
-                post(&padded.conv2d(&conv.ws, conv.bs.as_ref(), [1, 1], [0, 0], [1, 1], 1))
+                post(&conv.with_padding(&padded, 0))
             }
             LocalOp::MaxPool2 => super::layers::max_pool2(crop),
         }

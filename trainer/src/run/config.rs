@@ -7,7 +7,7 @@ use crate::attack::Pgd;
 use crate::data::{Augment, DataSource, SplitSpec};
 use crate::error::{IoContext, Result, invalid};
 use crate::eval::RobustCounting;
-use crate::model::{MemoryFormat, ModelSpec};
+use crate::model::{MemoryFormat, ModelSpec, Precision};
 use crate::train::{LrSchedule, Method, Needs, RuleConfig, RuleContext, SgdConfig};
 use classwise_core::average::{Averaging, EmaSettings, FawaSettings};
 use classwise_core::select::Selection;
@@ -87,8 +87,32 @@ pub enum DeviceChoice {
     Cuda,
 }
 
+fn is_fp32(p: &Precision) -> bool {
+    *p == Precision::Fp32
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 fn default_memory_format() -> MemoryFormat {
     MemoryFormat::RUN_DEFAULT
+}
+
+impl std::str::FromStr for DeviceChoice {
+    type Err = crate::error::TrainerError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(DeviceChoice::Auto),
+            "cpu" => Ok(DeviceChoice::Cpu),
+            "cuda" => Ok(DeviceChoice::Cuda),
+            _ => Err(invalid("device", s, "auto, cpu or cuda")),
+        }
+    }
 }
 
 impl DeviceChoice {
@@ -210,6 +234,12 @@ pub struct EvalConfig {
     pub val_per_class: Option<usize>,
     #[serde(default)]
     pub test_per_class: Option<usize>,
+    /// Batch size of the per-epoch and final evaluations [default: the training batch on the
+    /// CPU, twice it on CUDA, where a larger batch keeps the GPU busy; an evaluation holds no
+    /// optimiser state and one graph at a time, so twice the training batch fits where
+    /// training does]. Results differ from another batch size only by float rounding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<usize>,
     /// The paper's final evaluation, run by `classwise eval --protocol`
     /// ([`crate::eval::protocol`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -258,6 +288,18 @@ pub struct RunConfig {
     /// differ only by float rounding (`classwise bench --memory-format` measures both).
     #[serde(default = "default_memory_format")]
     pub memory_format: MemoryFormat,
+    /// The arithmetic of the forward passes: `"fp32"` (the default, the papers') or `"bf16"`
+    /// (mixed precision: bf16 convolutions and linear layers, fp32 weights, optimiser, losses
+    /// and attack steps; [`crate::model::precision`]). On the CPU bf16 runs, slowly unless the
+    /// processor has bf16 instructions.
+    #[serde(default, skip_serializing_if = "is_fp32")]
+    pub precision: Precision,
+    /// cuDNN's autotuner (`torch.backends.cudnn.benchmark`): on CUDA, each convolution shape
+    /// is timed once with every algorithm and the fastest kept. On by default; `false` picks
+    /// algorithms by heuristics, which some users want for run-to-run determinism on the GPU.
+    /// No effect on the CPU.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub cudnn_benchmark: bool,
     pub batch_size: usize,
     pub data: DataConfig,
     pub model: ModelSpec,
@@ -331,6 +373,16 @@ impl RunConfig {
         RunConfig::from_toml_with_overrides(&text, overrides)
     }
 
+    /// The evaluations' batch size on `device` (see [`EvalConfig::batch_size`]).
+    pub fn eval_batch_size(&self, device: tch::Device) -> usize {
+        let default = if device.is_cuda() {
+            2 * self.batch_size
+        } else {
+            self.batch_size
+        };
+        self.eval.batch_size.unwrap_or(default)
+    }
+
     pub fn to_toml(&self) -> Result<String> {
         toml::to_string_pretty(self).map_err(|e| invalid("config", e, "serialisable"))
     }
@@ -345,6 +397,9 @@ impl RunConfig {
         }
         if !(self.train.beta.is_finite() && self.train.beta >= 0.0) {
             return Err(invalid("train.beta", self.train.beta, "finite and >= 0"));
+        }
+        if self.eval.batch_size == Some(0) {
+            return Err(invalid("eval.batch_size", 0, ">= 1"));
         }
         if self.eval.every == 0 {
             return Err(invalid("eval.every", 0, ">= 1"));

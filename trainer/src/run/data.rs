@@ -7,7 +7,7 @@ use tch::{Device, Tensor};
 
 use super::config::RunConfig;
 use super::dir::RunDir;
-use crate::data::{self, Dataset, Part, Split};
+use crate::data::{self, Dataset, Loader, LoaderPlan, Part, Split};
 use crate::error::Result;
 use crate::eval::{Evaluation, evaluate};
 use crate::io::write_json;
@@ -95,15 +95,15 @@ pub fn head_per_class_indices(d: &Dataset, n: Option<usize>) -> Vec<i64> {
     first_per_class(d.label_slice(), &all, n, d.num_classes())
 }
 
-/// Batches of `data` in index order.
-pub(crate) fn batches<'a>(
-    data: &'a Dataset,
+/// Batches of `data` in index order, prepared ahead by a [`Loader`].
+pub(crate) fn batches(
+    data: &Dataset,
     batch_size: usize,
     device: Device,
-) -> impl Iterator<Item = Result<(Tensor, Tensor)>> + 'a {
-    let idx: Vec<i64> = (0..data.len() as i64).collect();
-    let chunks: Vec<Vec<i64>> = idx.chunks(batch_size).map(<[i64]>::to_vec).collect();
-    chunks.into_iter().map(move |c| data.batch(&c, device))
+) -> Result<impl Iterator<Item = Result<(Tensor, Tensor)>> + use<>> {
+    let plan = LoaderPlan::in_order(data.len(), batch_size);
+    let loader = Loader::spawn(data.host_source(), plan, device)?;
+    Ok(loader.map(|batch| batch.map(|b| (b.x, b.y))))
 }
 
 /// Evaluates `model` on `data` with the run's evaluation attack.
@@ -126,7 +126,7 @@ pub fn evaluate_with(
 ) -> Result<Evaluation> {
     evaluate(
         model,
-        batches(data, config.batch_size, device),
+        batches(data, config.eval_batch_size(device), device)?,
         data.class_names(),
         attack,
         config.eval.eps.value,

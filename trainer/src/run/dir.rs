@@ -294,6 +294,8 @@ pub(crate) fn session(
         "tch": env!("CLASSWISE_TCH_VERSION"),
         "libtorch": crate::LIBTORCH_VERSION,
         "device": format!("{device:?}"),
+        "precision": config.precision,
+        "cudnn_benchmark": device.is_cuda().then_some(config.cudnn_benchmark),
         "threads": tch::get_num_threads(),
         "cpu_tuning": crate::runtime::current(),
         "data_dir": opts.data_dir,

@@ -56,7 +56,7 @@ pub use dir::{Best, BuildInfo, MidEpoch, RunDir, RunProgress, RunState};
 pub use log::split_record;
 pub use seeds::report_seed;
 
-use crate::data::Dataset;
+use crate::data::{Dataset, LoadedBatch, Loader, LoaderPlan};
 use crate::error::{IoContext, Result, invalid};
 use crate::eval::{Evaluation, markdown};
 use crate::io::write_json;
@@ -144,6 +144,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     crate::diagnose::set_enabled(opts.diagnose);
     let dir = RunDir(out.to_path_buf());
     let device = config.device.device()?;
+    configure_device(config, device)?;
     let existing = dir.state().exists() || dir.interrupted().exists();
     let resume_state = match (existing, opts.resume) {
         (true, false) => {
@@ -209,6 +210,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     }
     let mut model = Model::new(&config.model, device, config.seed as i64)?;
     model.set_memory_format(config.memory_format)?;
+    model.set_precision(config.precision)?;
     let mut sgd = Sgd::new(model.var_store(), config.optimizer)?;
     let mut rule = config.rule.build(config.rule_context(k))?;
     let checkpoints = dir.0.join("checkpoints");
@@ -326,9 +328,6 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 order.as_mut_slice(),
                 &mut stream(config.seed, 1, epoch),
             );
-            let mut aug = stream(config.seed, 2, epoch);
-            let train_set = &data.train;
-            let augment = config.data.augment;
             let seed = config.seed;
             let n_batches = order.len().div_ceil(config.batch_size);
             let skip = progress_at_start.next_step;
@@ -338,34 +337,29 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 config.batch_size,
                 opts.verbose,
             );
-            let batch_iter =
-                order
-                    .chunks(config.batch_size)
-                    .enumerate()
-                    .filter_map(|(step, idx)| {
-                        if step < skip {
-                            // Trained before the interruption: only the augmentation stream moves
-                            // on, by the draws those batches made.
-                            if !augment.is_identity() {
-                                augment.draw(idx.len(), &mut aug);
-                            }
-                            return None;
-                        }
-                        // Requesting batch `step` means batch `step − 1` was trained.
-                        if step > skip {
-                            progress.tick(step - 1);
-                        }
-                        let batch = train_set.batch(idx, device).and_then(|(x, y)| {
-                            let x = if augment.is_identity() {
-                                x
-                            } else {
-                                augment.apply(&x, &mut aug)?
-                            };
-                            tch::manual_seed(torch_seed(seed, epoch, step));
-                            Ok((x, y))
-                        });
-                        Some(batch)
-                    });
+            let loader = Loader::spawn(
+                data.train.host_source(),
+                LoaderPlan {
+                    steps: order
+                        .chunks(config.batch_size)
+                        .map(<[i64]>::to_vec)
+                        .collect(),
+                    skip,
+                    augment: config.data.augment,
+                    rng: stream(config.seed, 2, epoch),
+                },
+                device,
+            )?;
+            let batch_iter = loader.map(|batch| {
+                batch.map(|LoadedBatch { step, x, y }| {
+                    // Requesting batch `step` means batch `step − 1` was trained.
+                    if step > skip {
+                        progress.tick(step - 1);
+                    }
+                    tch::manual_seed(torch_seed(seed, epoch, step));
+                    (x, y)
+                })
+            });
             let scale = |step| config.train.eps_scale(epoch, step, n_batches);
             let settings = |step| StepSettings {
                 lr,
@@ -440,7 +434,7 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
                 tch::manual_seed(eval_seed(config.seed, epoch, EvalSplit::Val));
                 crate::eval::trades_costs(
                     m,
-                    data::batches(v, config.batch_size, device),
+                    data::batches(v, config.eval_batch_size(device), device)?,
                     method,
                     config.train.eps.value,
                     config.train.beta,
@@ -641,6 +635,23 @@ fn load_init(
         file,
         fingerprint: model.fingerprint()?,
     })
+}
+
+/// Checks that `device` computes in the run's precision (warning that bf16 is slow on the CPU)
+/// and sets cuDNN's autotuner on CUDA, before anything is written.
+fn configure_device(config: &RunConfig, device: tch::Device) -> Result<()> {
+    config.precision.check(device)?;
+    if config.precision != crate::model::Precision::Fp32 && !device.is_cuda() {
+        eprintln!(
+            "warning: precision = \"{}\" on the CPU: forward passes are emulated in bf16 and \
+             usually slower than fp32 unless the processor has bf16 instructions",
+            config.precision
+        );
+    }
+    if device.is_cuda() {
+        tch::Cuda::cudnn_set_benchmark(config.cudnn_benchmark);
+    }
+    Ok(())
 }
 
 /// Writes `<stem>.json`, `<stem>.md` and `predictions/<stem>.json`.

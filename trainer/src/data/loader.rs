@@ -1,0 +1,185 @@
+//! Batches prepared ahead of the step that uses them, as PyTorch's `DataLoader` with one worker
+//! and `pin_memory=True`: a worker thread cuts each batch from the `u8` images, converts it to
+//! `f32` in [0, 1] and augments it on the CPU, then, when the batch is bound for a CUDA
+//! device, copies it into page-locked (pinned) memory. The consuming thread starts a
+//! non-blocking copy to the device, so no batch waits for the host and no copy waits for the
+//! GPU's queue to drain (a copy from ordinary memory does).
+//!
+//! The worker holds the augmentation stream and draws for every batch in order, skipped ones
+//! included, so what a batch contains does not depend on the prefetching: it is the batch
+//! [`Dataset::batch`] followed by [`Augment::apply`] would give, bit for bit.
+
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use rand::rngs::ChaCha8Rng;
+use tch::{Device, Kind, Tensor};
+
+use super::augment::Augment;
+use super::dataset::HostSource;
+use crate::error::{Result, TrainerError};
+
+/// The worker's name in errors.
+const WORKER: &str = "data loader";
+
+/// Batches prepared ahead of the one in use: the worker stays at most this many batches ahead
+/// (each is one `f32` batch in host memory).
+pub const PREFETCH_DEPTH: usize = 2;
+
+/// What the worker does to the batches of one pass over a data set.
+pub struct LoaderPlan {
+    /// The image indices of every step, in order.
+    pub steps: Vec<Vec<i64>>,
+    /// Steps before this one are not loaded (trained before an interruption); their
+    /// augmentation is still drawn, so that the stream is where it was.
+    pub skip: usize,
+    pub augment: Augment,
+    /// The augmentation stream (unused by an identity augmentation).
+    pub rng: ChaCha8Rng,
+}
+
+impl LoaderPlan {
+    /// Batches of `batch_size` in index order, without augmentation (evaluation).
+    pub fn in_order(len: usize, batch_size: usize) -> Self {
+        let all: Vec<i64> = (0..len as i64).collect();
+        LoaderPlan {
+            steps: all.chunks(batch_size.max(1)).map(<[i64]>::to_vec).collect(),
+            skip: 0,
+            augment: Augment::none(),
+            rng: rand::SeedableRng::seed_from_u64(0),
+        }
+    }
+}
+
+/// One batch of a [`Loader`]: its step in the pass, the images (`f32`, B×C×H×W) and labels
+/// (`i64`, B) on the loader's device.
+pub struct LoadedBatch {
+    pub step: usize,
+    pub x: Tensor,
+    pub y: Tensor,
+}
+
+/// A batch as the worker hands it over: on the host, pinned when bound for CUDA.
+type HostBatch = Result<(usize, Tensor, Tensor)>;
+
+/// An iterator over the batches of a [`LoaderPlan`], prepared by a worker thread.
+pub struct Loader {
+    rx: Option<Receiver<HostBatch>>,
+    worker: Option<JoinHandle<()>>,
+    device: Device,
+    /// Batches still to come: a worker that hangs up before is reported, not taken for the end.
+    remaining: usize,
+}
+
+impl Loader {
+    /// Starts the worker for `plan` over `source`, for batches bound to `device`.
+    pub fn spawn(source: HostSource, plan: LoaderPlan, device: Device) -> Result<Loader> {
+        let remaining = plan.steps.len().saturating_sub(plan.skip);
+        let (tx, rx) = sync_channel(PREFETCH_DEPTH);
+        let worker = std::thread::Builder::new()
+            .name("classwise-loader".into())
+            .spawn(move || work(&source, plan, device.is_cuda(), &tx))
+            .map_err(|e| TrainerError::Worker {
+                what: WORKER,
+                reason: format!("could not start: {e}"),
+            })?;
+        Ok(Loader {
+            rx: Some(rx),
+            worker: Some(worker),
+            device,
+            remaining,
+        })
+    }
+
+    /// The worker hung up with batches still to come: it panicked.
+    fn lost(&mut self) -> TrainerError {
+        self.rx.take();
+        let reason = match self.worker.take().map(JoinHandle::join) {
+            Some(Err(panic)) => panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "it panicked".into()),
+            _ => "it stopped early".into(),
+        };
+        TrainerError::Worker {
+            what: WORKER,
+            reason: format!("{reason} ({} batches were still to come)", self.remaining),
+        }
+    }
+}
+
+/// The worker's loop: every step of `plan` in order, sent until the consumer hangs up or a
+/// batch fails (the error is sent and the worker ends).
+fn work(source: &HostSource, mut plan: LoaderPlan, pin: bool, tx: &SyncSender<HostBatch>) {
+    for (step, indices) in plan.steps.iter().enumerate() {
+        if step < plan.skip {
+            if !plan.augment.is_identity() {
+                plan.augment.draw(indices.len(), &mut plan.rng);
+            }
+            continue;
+        }
+        let batch = prepare(source, indices, &plan.augment, &mut plan.rng, pin);
+        let failed = batch.is_err();
+        if tx.send(batch.map(|(x, y)| (step, x, y))).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// One batch on the host: cut, converted, augmented, pinned if asked.
+fn prepare(
+    source: &HostSource,
+    indices: &[i64],
+    augment: &Augment,
+    rng: &mut ChaCha8Rng,
+    pin: bool,
+) -> Result<(Tensor, Tensor)> {
+    let (x, y) = source.batch(indices)?;
+    let x = if augment.is_identity() {
+        x
+    } else {
+        augment.apply(&x, rng)?
+    };
+    if pin {
+        // Pinning needs a CUDA runtime, which a pinned-bound loader has.
+        Ok((
+            x.f_pin_memory(Device::Cuda(0))?,
+            y.f_pin_memory(Device::Cuda(0))?,
+        ))
+    } else {
+        Ok((x, y))
+    }
+}
+
+impl Iterator for Loader {
+    type Item = Result<LoadedBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let Ok(received) = self.rx.as_ref()?.recv() else {
+            return Some(Err(self.lost()));
+        };
+        self.remaining -= 1;
+        let device = self.device;
+        Some(received.and_then(|(step, x, y)| {
+            // From pinned memory the copy is asynchronous on the current stream, so the kernels
+            // that read the batch are ordered after it; on the CPU this is the tensor itself.
+            let x = x.f_to_device_(device, Kind::Float, true, false)?;
+            let y = y.f_to_device_(device, Kind::Int64, true, false)?;
+            Ok(LoadedBatch { step, x, y })
+        }))
+    }
+}
+
+impl Drop for Loader {
+    /// Hangs up first, so that a worker blocked on a full queue ends, then waits for it.
+    fn drop(&mut self) {
+        self.rx.take();
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
