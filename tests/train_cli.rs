@@ -766,6 +766,8 @@ fn bench_json_prints_one_object_per_measurement() {
         assert!(sps > 0.0 && (ips * sps - 4.0).abs() < 1e-9, "{row}");
         let s = &row["settings"];
         assert_eq!(s["memory_format"], "channels-last");
+        assert_eq!(s["precision"], "fp32");
+        assert_eq!(s["cudnn_benchmark"], false, "no cuDNN on the CPU");
         assert_eq!(
             (s["steps"].clone(), s["warmup"].clone()),
             (2.into(), 1.into())

@@ -25,8 +25,11 @@ fn steps() -> Vec<Vec<i64>> {
 #[test]
 fn prefetched_batches_equal_the_sequential_ones_with_skips_and_augmentation() {
     let data = dataset();
-    let augment = Augment::crop_flip(2, PadMode::Reflect);
-    for skip in [0, 2] {
+    let modes = [
+        Augment::crop_flip(2, PadMode::Reflect),
+        Augment::crop_flip(3, PadMode::Zero),
+    ];
+    for (augment, skip) in modes.into_iter().flat_map(|a| [(a, 0), (a, 2)]) {
         let plan = LoaderPlan {
             steps: steps(),
             skip,

@@ -105,6 +105,41 @@ impl Augment {
             .collect()
     }
 
+    /// Appends image `image` (C×H×W bytes, row-major, of `shape`) augmented by `draw` to `out`:
+    /// the same map as [`Augment::apply_draws`], on the host, for the data loader's worker.
+    /// Output pixel (i, j) reads the padded image at (dy + i, dx + j′), j′ = W−1−j when
+    /// flipped; a padded coordinate p is the image's p − padding, or outside it a zero (zero
+    /// padding) or its mirror image without the edge (reflect). The caller validated the
+    /// padding against the shape ([`Augment::validate`]).
+    pub fn apply_to_bytes(&self, image: &[u8], shape: [usize; 3], draw: Draw, out: &mut Vec<u8>) {
+        let [c, h, w] = shape;
+        let p = self.crop_padding as i64;
+        let source = |padded: i64, len: usize| -> Option<usize> {
+            let (r, len) = (padded - p, len as i64);
+            match self.pad_mode {
+                _ if (0..len).contains(&r) => Some(r as usize),
+                PadMode::Zero => None,
+                PadMode::Reflect if r < 0 => Some((-r) as usize),
+                PadMode::Reflect => Some((2 * (len - 1) - r) as usize),
+            }
+        };
+        let cols: Vec<Option<usize>> = (0..w)
+            .map(|j| {
+                let j = if draw.flip { w - 1 - j } else { j };
+                source((draw.dx + j) as i64, w)
+            })
+            .collect();
+        for plane in image.chunks_exact(h * w).take(c) {
+            for i in 0..h {
+                let row = source((draw.dy + i) as i64, h).map(|r| &plane[r * w..(r + 1) * w]);
+                out.extend(cols.iter().map(|&col| match (row, col) {
+                    (Some(row), Some(col)) => row[col],
+                    _ => 0,
+                }));
+            }
+        }
+    }
+
     /// Augments a batch B×C×H×W (any float kind, any device) with choices drawn from `rng`.
     pub fn apply(&self, x: &Tensor, rng: &mut ChaCha8Rng) -> Result<Tensor> {
         if let &[_, _, h, w] = x.size().as_slice() {

@@ -169,13 +169,14 @@ impl Dataset {
         gather(&self.images, &self.labels, &idx, device)
     }
 
-    /// A handle on the images and labels that can move to another thread (a prefetching
-    /// worker, [`super::loader`]); it shares their memory.
+    /// The images and labels as host memory a worker thread can read without libtorch
+    /// ([`HostSource`]); it shares the images' memory.
     pub fn host_source(&self) -> HostSource {
+        let [c, h, w] = self.image_shape().map(|d| d as usize);
         HostSource {
             images: self.images.shallow_clone(),
-            labels: self.labels.shallow_clone(),
-            len: self.len(),
+            labels: self.label_vec.clone(),
+            shape: [c, h, w],
         }
     }
 
@@ -205,45 +206,72 @@ impl Dataset {
     }
 }
 
-/// The images and labels of a [`Dataset`], without the rest: `Send`, so a worker thread can cut
-/// batches from it ([`Dataset::host_source`]).
+/// The `u8` images and the labels of a [`Dataset`], readable from another thread with no libtorch
+/// call ([`Dataset::host_source`]): a libtorch kernel started on a second thread would start a
+/// second OpenMP team competing with the training thread's for the cores.
 #[derive(Debug)]
 pub struct HostSource {
+    /// Contiguous N×C×H×W `u8` on the CPU (as [`Dataset::new`] stores them); kept alive here
+    /// and never written, so [`HostSource::bytes`] may read its memory.
     images: Tensor,
-    labels: Tensor,
-    len: usize,
+    labels: Vec<i64>,
+    shape: [usize; 3],
 }
 
 impl HostSource {
     /// Number of images.
     pub fn len(&self) -> usize {
-        self.len
+        self.labels.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.labels.is_empty()
     }
 
-    /// As [`Dataset::batch`], on the CPU.
-    pub fn batch(&self, indices: &[i64]) -> Result<(Tensor, Tensor)> {
-        let idx = index_tensor(indices, self.len)?;
-        gather(&self.images, &self.labels, &idx, Device::Cpu)
+    /// (C, H, W).
+    pub fn image_shape(&self) -> [usize; 3] {
+        self.shape
+    }
+
+    /// Every image's bytes, row-major N×C×H×W.
+    fn bytes(&self) -> &[u8] {
+        let n = self.len() * self.shape.iter().product::<usize>();
+        // SAFETY: `images` is a contiguous CPU u8 tensor of exactly `n` elements (checked by
+        // `Dataset::new`, which also made it contiguous); `self` holds a reference to its
+        // storage for the lifetime of the returned slice, and no code writes to a data set's
+        // images after construction.
+        unsafe { std::slice::from_raw_parts(self.images.data_ptr() as *const u8, n) }
+    }
+
+    /// The bytes of image `i` (C×H×W, row-major) and its label; an error names an index out of
+    /// range.
+    pub fn image(&self, i: i64) -> Result<(&[u8], i64)> {
+        check_range(&[i], self.len())?;
+        let size = self.shape.iter().product::<usize>();
+        let start = i as usize * size;
+        Ok((&self.bytes()[start..start + size], self.labels[i as usize]))
     }
 }
 
-/// `indices` as a tensor, after checking each is in `0..n`; an error names the first that is not.
-fn index_tensor(indices: &[i64], n: usize) -> Result<Tensor> {
-    if let Some((i, &j)) = indices
+/// Checks that every index is in `0..n`; an error names the first that is not.
+pub(crate) fn check_range(indices: &[i64], n: usize) -> Result<()> {
+    match indices
         .iter()
         .enumerate()
         .find(|&(_, &j)| j < 0 || j >= n as i64)
     {
-        return Err(invalid(
+        Some((i, &j)) => Err(invalid(
             format!("indices[{i}]"),
             j,
             format!("an image index in 0..{n}"),
-        ));
+        )),
+        None => Ok(()),
     }
+}
+
+/// `indices` as a tensor, after checking each is in `0..n`.
+fn index_tensor(indices: &[i64], n: usize) -> Result<Tensor> {
+    check_range(indices, n)?;
     Ok(Tensor::f_from_slice(indices)?)
 }
 

@@ -1,13 +1,16 @@
 //! Batches prepared ahead of the step that uses them, as PyTorch's `DataLoader` with one worker
-//! and `pin_memory=True`: a worker thread cuts each batch from the `u8` images, converts it to
-//! `f32` in [0, 1] and augments it on the CPU, then, when the batch is bound for a CUDA
-//! device, copies it into page-locked (pinned) memory. The consuming thread starts a
-//! non-blocking copy to the device, so no batch waits for the host and no copy waits for the
-//! GPU's queue to drain (a copy from ordinary memory does).
+//! and `pin_memory=True`: a worker thread cuts each batch from the `u8` images and augments it
+//! (random crop and flip, [`Augment::apply_to_bytes`]) in plain Rust, without libtorch, so
+//! that it starts no second OpenMP team to compete with the training thread's for the cores.
+//! The consuming thread wraps the bytes in a tensor, pins it (page-locked memory) when the
+//! batch is bound for CUDA, starts a non-blocking copy to the device and converts the `u8`
+//! batch to `f32` in [0, 1] there (4× less to copy). No batch waits for the host, and no copy
+//! waits for the GPU's queue to drain (a copy from ordinary memory does).
 //!
 //! The worker holds the augmentation stream and draws for every batch in order, skipped ones
-//! included, so what a batch contains does not depend on the prefetching: it is the batch
-//! [`Dataset::batch`] followed by [`Augment::apply`] would give, bit for bit.
+//! included, so what a batch contains does not depend on the prefetching: it is what
+//! [`super::Dataset::batch`] followed by [`Augment::apply`] gives, bit for bit
+//! (`trainer/tests/loader.rs`).
 
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
@@ -15,15 +18,15 @@ use std::thread::JoinHandle;
 use rand::rngs::ChaCha8Rng;
 use tch::{Device, Kind, Tensor};
 
-use super::augment::Augment;
+use super::augment::{Augment, Draw};
 use super::dataset::HostSource;
-use crate::error::{Result, TrainerError};
+use crate::error::{Result, TrainerError, invalid};
 
 /// The worker's name in errors.
 const WORKER: &str = "data loader";
 
 /// Batches prepared ahead of the one in use: the worker stays at most this many batches ahead
-/// (each is one `f32` batch in host memory).
+/// (each is one `u8` batch in host memory).
 pub const PREFETCH_DEPTH: usize = 2;
 
 /// What the worker does to the batches of one pass over a data set.
@@ -59,14 +62,17 @@ pub struct LoadedBatch {
     pub y: Tensor,
 }
 
-/// A batch as the worker hands it over: on the host, pinned when bound for CUDA.
-type HostBatch = Result<(usize, Tensor, Tensor)>;
+/// A batch as the worker hands it over: its step, the augmented `u8` images (B×C×H×W
+/// row-major) and the labels.
+type HostBatch = Result<(usize, Vec<u8>, Vec<i64>)>;
 
 /// An iterator over the batches of a [`LoaderPlan`], prepared by a worker thread.
 pub struct Loader {
     rx: Option<Receiver<HostBatch>>,
     worker: Option<JoinHandle<()>>,
     device: Device,
+    /// (C, H, W) of every image.
+    shape: [usize; 3],
     /// Batches still to come: a worker that hangs up before is reported, not taken for the end.
     remaining: usize,
 }
@@ -75,10 +81,14 @@ impl Loader {
     /// Starts the worker for `plan` over `source`, for batches bound to `device`.
     pub fn spawn(source: HostSource, plan: LoaderPlan, device: Device) -> Result<Loader> {
         let remaining = plan.steps.len().saturating_sub(plan.skip);
+        let shape = source.image_shape();
+        if !plan.augment.is_identity() {
+            plan.augment.validate(shape[1], shape[2])?;
+        }
         let (tx, rx) = sync_channel(PREFETCH_DEPTH);
         let worker = std::thread::Builder::new()
             .name("classwise-loader".into())
-            .spawn(move || work(&source, plan, device.is_cuda(), &tx))
+            .spawn(move || work(&source, plan, &tx))
             .map_err(|e| TrainerError::Worker {
                 what: WORKER,
                 reason: format!("could not start: {e}"),
@@ -87,6 +97,7 @@ impl Loader {
             rx: Some(rx),
             worker: Some(worker),
             device,
+            shape,
             remaining,
         })
     }
@@ -111,15 +122,14 @@ impl Loader {
 
 /// The worker's loop: every step of `plan` in order, sent until the consumer hangs up or a
 /// batch fails (the error is sent and the worker ends).
-fn work(source: &HostSource, mut plan: LoaderPlan, pin: bool, tx: &SyncSender<HostBatch>) {
+fn work(source: &HostSource, mut plan: LoaderPlan, tx: &SyncSender<HostBatch>) {
     for (step, indices) in plan.steps.iter().enumerate() {
+        let draws =
+            (!plan.augment.is_identity()).then(|| plan.augment.draw(indices.len(), &mut plan.rng));
         if step < plan.skip {
-            if !plan.augment.is_identity() {
-                plan.augment.draw(indices.len(), &mut plan.rng);
-            }
             continue;
         }
-        let batch = prepare(source, indices, &plan.augment, &mut plan.rng, pin);
+        let batch = prepare(source, indices, &plan.augment, draws.as_deref());
         let failed = batch.is_err();
         if tx.send(batch.map(|(x, y)| (step, x, y))).is_err() || failed {
             return;
@@ -127,29 +137,44 @@ fn work(source: &HostSource, mut plan: LoaderPlan, pin: bool, tx: &SyncSender<Ho
     }
 }
 
-/// One batch on the host: cut, converted, augmented, pinned if asked.
+/// One batch on the host: the images at `indices`, augmented by `draws` (one per image) when
+/// given, and their labels.
 fn prepare(
     source: &HostSource,
     indices: &[i64],
     augment: &Augment,
-    rng: &mut ChaCha8Rng,
-    pin: bool,
-) -> Result<(Tensor, Tensor)> {
-    let (x, y) = source.batch(indices)?;
-    let x = if augment.is_identity() {
-        x
-    } else {
-        augment.apply(&x, rng)?
-    };
-    if pin {
-        // Pinning needs a CUDA runtime, which a pinned-bound loader has.
-        Ok((
-            x.f_pin_memory(Device::Cuda(0))?,
-            y.f_pin_memory(Device::Cuda(0))?,
-        ))
-    } else {
-        Ok((x, y))
+    draws: Option<&[Draw]>,
+) -> Result<(Vec<u8>, Vec<i64>)> {
+    let shape = source.image_shape();
+    let mut bytes = Vec::with_capacity(indices.len() * shape.iter().product::<usize>());
+    let mut labels = Vec::with_capacity(indices.len());
+    for (k, &i) in indices.iter().enumerate() {
+        let (image, label) = source.image(i).map_err(|_| {
+            invalid(
+                format!("indices[{k}]"),
+                i,
+                format!("an image index in 0..{}", source.len()),
+            )
+        })?;
+        match draws {
+            Some(d) => augment.apply_to_bytes(image, shape, d[k], &mut bytes),
+            None => bytes.extend_from_slice(image),
+        }
+        labels.push(label);
     }
+    Ok((bytes, labels))
+}
+
+/// `t`, pinned when bound for CUDA, copied to `device` without waiting.
+fn to_device(t: Tensor, device: Device) -> Result<Tensor> {
+    let t = if device.is_cuda() {
+        t.f_pin_memory(device)?
+    } else {
+        t
+    };
+    // From pinned memory the copy is asynchronous on the current stream, so the kernels that
+    // read the batch are ordered after it; on the CPU this is the tensor itself.
+    Ok(t.f_to_device_(device, t.kind(), true, false)?)
 }
 
 impl Iterator for Loader {
@@ -164,11 +189,14 @@ impl Iterator for Loader {
         };
         self.remaining -= 1;
         let device = self.device;
-        Some(received.and_then(|(step, x, y)| {
-            // From pinned memory the copy is asynchronous on the current stream, so the kernels
-            // that read the batch are ordered after it; on the CPU this is the tensor itself.
-            let x = x.f_to_device_(device, Kind::Float, true, false)?;
-            let y = y.f_to_device_(device, Kind::Int64, true, false)?;
+        let [c, h, w] = self.shape.map(|d| d as i64);
+        Some(received.and_then(|(step, bytes, labels)| {
+            let b = labels.len() as i64;
+            let x = Tensor::f_from_data_size(&bytes, &[b, c, h, w], Kind::Uint8)?;
+            let x = to_device(x, device)?
+                .f_to_kind(Kind::Float)?
+                .f_div_scalar(255.0)?;
+            let y = to_device(Tensor::f_from_slice(&labels)?, device)?;
             Ok(LoadedBatch { step, x, y })
         }))
     }
