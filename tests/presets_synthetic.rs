@@ -7,7 +7,8 @@
 //! full width one of them would take minutes per batch here. Presets that start from another
 //! run's weights (FRL) start from a run of the same data set and architecture trained first.
 //!
-//! The all-preset test takes about half an hour on 2 cores (47 presets), so it is opt-in:
+//! The all-preset test takes about an hour on 2 cores (47 presets; the CIFAR-100 ones, 100
+//! images per batch, take minutes each; evaluations dominate the others), so it is opt-in:
 //! `cargo test --test presets_synthetic -- --ignored`. CI runs the regression test of the
 //! setting that diverged, below.
 //!
@@ -73,7 +74,7 @@ fn shortened(preset: &Path, init_from: Option<&Path>) -> (Vec<String>, String) {
 }
 
 #[test]
-#[ignore = "about 30 min on 2 cores: cargo test --test presets_synthetic -- --ignored"]
+#[ignore = "about an hour on 2 cores: cargo test --test presets_synthetic -- --ignored"]
 fn every_cifar_preset_trains_two_epochs_with_finite_losses() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
