@@ -271,7 +271,6 @@ pub fn run(plan: &BenchPlan, mut each: impl FnMut(&BenchRow)) -> Result<Vec<Benc
             "the CPU (CUDA kernels run asynchronously, so phase wall times would mislead)",
         ));
     }
-    plan.precision.check(device)?;
     if device.is_cuda() {
         tch::Cuda::cudnn_set_benchmark(plan.cudnn_benchmark);
     }

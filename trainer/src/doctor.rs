@@ -227,31 +227,28 @@ pub fn cuda_problem(
     let hidden = visible_devices
         .map(str::trim)
         .filter(|v| v.is_empty() || *v == "-1" || *v == "NoDevFiles");
-    match (cuda_library_loaded, available) {
-        (_, true) => None,
-        (false, false) if driver_loaded => Some(
-            "an NVIDIA driver is loaded but this libtorch is the CPU build: run `cargo xtask \
-             setup --cuda` (no rebuild needed) to use the GPU"
-                .into(),
-        ),
-        (false, false) => None,
-        (true, false) if !driver_loaded => Some(format!(
+    if available || (!cuda_library_loaded && !driver_loaded) {
+        return None;
+    }
+    Some(match (cuda_library_loaded, driver_loaded, hidden) {
+        (false, _, _) => "an NVIDIA driver is loaded but this libtorch is the CPU build: run \
+                          `cargo xtask setup --cuda` (no rebuild needed) to use the GPU"
+            .into(),
+        (true, false, _) => format!(
             "a CUDA libtorch is loaded but no NVIDIA driver is ({NVIDIA_DRIVER_FILE} is \
              missing): install the driver (CUDA 13.0 needs R580 or newer) and check with \
              `nvidia-smi`; training falls back to the CPU"
-        )),
-        (true, false) if hidden.is_some() => Some(format!(
-            "a CUDA libtorch and the NVIDIA driver are loaded but CUDA_VISIBLE_DEVICES = \
-             \"{}\" hides every GPU; training falls back to the CPU",
-            hidden.unwrap_or_default()
-        )),
-        (true, false) => Some(
-            "a CUDA libtorch and the NVIDIA driver are loaded but no CUDA device is usable: \
-             check `nvidia-smi` (a driver older than the CUDA 13.0 libtorch needs, R580, or a \
-             container without the GPU passed through); training falls back to the CPU"
-                .into(),
         ),
-    }
+        (true, true, Some(v)) => format!(
+            "a CUDA libtorch and the NVIDIA driver are loaded but CUDA_VISIBLE_DEVICES = \"{v}\" \
+             hides every GPU; training falls back to the CPU"
+        ),
+        (true, true, None) => "a CUDA libtorch and the NVIDIA driver are loaded but no CUDA \
+                               device is usable: check `nvidia-smi` (a driver older than the \
+                               CUDA 13.0 libtorch needs, R580, or a container without the GPU \
+                               passed through); training falls back to the CPU"
+            .into(),
+    })
 }
 
 #[cfg(test)]

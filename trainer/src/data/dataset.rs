@@ -159,14 +159,22 @@ impl Dataset {
     }
 
     fn check_indices(&self, indices: &[i64]) -> Result<Tensor> {
-        index_tensor(indices, self.len())
+        check_range(indices, self.len())?;
+        Ok(Tensor::f_from_slice(indices)?)
     }
 
     /// The images at `indices` as `f32` in [0,1] (B×C×H×W) and their labels (`i64`, B), both
     /// on `device`. The `u8` batch is moved first and converted there (4× less to copy).
     pub fn batch(&self, indices: &[i64], device: Device) -> Result<(Tensor, Tensor)> {
         let idx = self.check_indices(indices)?;
-        gather(&self.images, &self.labels, &idx, device)
+        let x = self
+            .images
+            .f_index_select(0, &idx)?
+            .f_to_device(device)?
+            .f_to_kind(Kind::Float)?
+            .f_div_scalar(255.0)?;
+        let y = self.labels.f_index_select(0, &idx)?.f_to_device(device)?;
+        Ok((x, y))
     }
 
     /// The images and labels as host memory a worker thread can read without libtorch
@@ -243,13 +251,11 @@ impl HostSource {
         unsafe { std::slice::from_raw_parts(self.images.data_ptr() as *const u8, n) }
     }
 
-    /// The bytes of image `i` (C×H×W, row-major) and its label; an error names an index out of
-    /// range.
-    pub fn image(&self, i: i64) -> Result<(&[u8], i64)> {
-        check_range(&[i], self.len())?;
+    /// The bytes of image `i` (C×H×W, row-major) and its label; `i` must be below
+    /// [`HostSource::len`] (checked by the caller with [`check_range`]).
+    pub(crate) fn image(&self, i: usize) -> (&[u8], i64) {
         let size = self.shape.iter().product::<usize>();
-        let start = i as usize * size;
-        Ok((&self.bytes()[start..start + size], self.labels[i as usize]))
+        (&self.bytes()[i * size..(i + 1) * size], self.labels[i])
     }
 }
 
@@ -267,29 +273,6 @@ pub(crate) fn check_range(indices: &[i64], n: usize) -> Result<()> {
         )),
         None => Ok(()),
     }
-}
-
-/// `indices` as a tensor, after checking each is in `0..n`.
-fn index_tensor(indices: &[i64], n: usize) -> Result<Tensor> {
-    check_range(indices, n)?;
-    Ok(Tensor::f_from_slice(indices)?)
-}
-
-/// The images at `idx` as `f32` in [0,1] and their labels, on `device`: the `u8` rows are moved
-/// first and converted there (4× less to copy).
-fn gather(
-    images: &Tensor,
-    labels: &Tensor,
-    idx: &Tensor,
-    device: Device,
-) -> Result<(Tensor, Tensor)> {
-    let x = images
-        .f_index_select(0, idx)?
-        .f_to_device(device)?
-        .f_to_kind(Kind::Float)?
-        .f_div_scalar(255.0)?;
-    let y = labels.f_index_select(0, idx)?.f_to_device(device)?;
-    Ok((x, y))
 }
 
 /// `n` default class names `"0"`, `"1"`, ….

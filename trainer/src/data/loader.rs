@@ -19,8 +19,8 @@ use rand::rngs::ChaCha8Rng;
 use tch::{Device, Kind, Tensor};
 
 use super::augment::{Augment, Draw};
-use super::dataset::HostSource;
-use crate::error::{Result, TrainerError, invalid};
+use super::dataset::{HostSource, check_range};
+use crate::error::{Result, TrainerError};
 
 /// The worker's name in errors.
 const WORKER: &str = "data loader";
@@ -145,17 +145,12 @@ fn prepare(
     augment: &Augment,
     draws: Option<&[Draw]>,
 ) -> Result<(Vec<u8>, Vec<i64>)> {
+    check_range(indices, source.len())?;
     let shape = source.image_shape();
     let mut bytes = Vec::with_capacity(indices.len() * shape.iter().product::<usize>());
     let mut labels = Vec::with_capacity(indices.len());
     for (k, &i) in indices.iter().enumerate() {
-        let (image, label) = source.image(i).map_err(|_| {
-            invalid(
-                format!("indices[{k}]"),
-                i,
-                format!("an image index in 0..{}", source.len()),
-            )
-        })?;
+        let (image, label) = source.image(i as usize);
         match draws {
             Some(d) => augment.apply_to_bytes(image, shape, d[k], &mut bytes),
             None => bytes.extend_from_slice(image),

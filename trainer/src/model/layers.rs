@@ -6,7 +6,7 @@ use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
 use super::init::{InitStyle, ParamInit};
-use super::precision::{active, cast};
+use super::precision::active;
 
 /// A 2-D convolution (square kernel, zero padding, dilation 1, one group) computed in the
 /// active [`super::precision`]: fp32 as `nn::Conv2D`, or with input, weight and bias cast to
@@ -22,16 +22,19 @@ impl Conv2d {
     /// The convolution of `xs` with zero padding `padding` (the layer's own, or 0 for an input
     /// padded by the caller, as the windowed forward pass does).
     pub(crate) fn with_padding(&self, xs: &Tensor, padding: i64) -> Tensor {
-        let kind = active().reduced_kind();
-        let bias = self.inner.bs.as_ref().map(|b| cast(b, kind));
-        cast(xs, kind).conv2d(
-            &cast(&self.inner.ws, kind),
-            bias.as_ref(),
-            [self.stride, self.stride],
-            [padding, padding],
-            [1, 1],
-            1,
-        )
+        let (ws, bs) = (&self.inner.ws, self.inner.bs.as_ref());
+        let conv = |x: &Tensor, w: &Tensor, b: Option<&Tensor>| {
+            let (s, p) = ([self.stride, self.stride], [padding, padding]);
+            x.conv2d(w, b, s, p, [1, 1], 1)
+        };
+        match active().reduced_kind() {
+            None => conv(xs, ws, bs),
+            Some(k) => conv(
+                &xs.to_kind(k),
+                &ws.to_kind(k),
+                bs.map(|b| b.to_kind(k)).as_ref(),
+            ),
+        }
     }
 }
 
@@ -47,9 +50,13 @@ pub(crate) struct Linear(pub(crate) nn::Linear);
 
 impl Module for Linear {
     fn forward(&self, xs: &Tensor) -> Tensor {
-        let kind = active().reduced_kind();
-        let bias = self.0.bs.as_ref().map(|b| cast(b, kind));
-        cast(xs, kind).linear(&cast(&self.0.ws, kind), bias.as_ref())
+        let (ws, bs) = (&self.0.ws, self.0.bs.as_ref());
+        match active().reduced_kind() {
+            None => xs.linear(ws, bs),
+            Some(k) => xs
+                .to_kind(k)
+                .linear(&ws.to_kind(k), bs.map(|b| b.to_kind(k)).as_ref()),
+        }
     }
 }
 

@@ -278,7 +278,10 @@ impl ModuleT for Model {
             Some(norm) => self.net.forward_t(&norm.forward(&xs), train),
             None => self.net.forward_t(&xs, train),
         });
-        let logits = precision::cast(&logits, Some(tch::Kind::Float));
+        let logits = match logits.kind() {
+            tch::Kind::Float => logits,
+            _ => logits.to_kind(tch::Kind::Float),
+        };
         crate::diagnose::probe("model.logits", &logits);
         logits
     }

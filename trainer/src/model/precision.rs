@@ -108,11 +108,3 @@ pub fn scope<T>(precision: Precision, f: impl FnOnce() -> T) -> T {
     let _restore = Restore(ACTIVE.with(|a| a.replace(precision)));
     f()
 }
-
-/// `t` in `kind`, or `t` itself when `kind` is `None`.
-pub(crate) fn cast(t: &Tensor, kind: Option<Kind>) -> Tensor {
-    match kind {
-        Some(k) if t.kind() != k => t.to_kind(k),
-        _ => t.shallow_clone(),
-    }
-}
