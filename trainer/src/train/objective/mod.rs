@@ -269,8 +269,8 @@ pub fn kl(z: &Tensor, z_adv: &Tensor) -> Tensor {
 /// exact one. The probability-space form `xlogy(p, p) − p·log q` — which PyTorch's `kl_div`
 /// computes since 1.13, and so the reference codes' `nn.KLDivLoss` on current PyTorch — has
 /// the gradient `p / p` = 0/0 = NaN with respect to its second argument there
-/// (pytorch/pytorch#89558), which made the ResNet-18 TRADES/MART presets reach a NaN loss within a
-/// few batches once the network grew confident.
+/// (pytorch/pytorch#89558), which made the ResNet-18 TRADES/MART presets reach a NaN loss
+/// within a few batches once the network grew confident.
 pub fn kl_log(log_p: &Tensor, log_q: &Tensor) -> Tensor {
     probe("kl.log_p", log_p);
     probe("kl.log_q", log_q);
