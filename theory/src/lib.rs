@@ -12,6 +12,7 @@ pub mod eval;
 pub mod metrics;
 pub mod model;
 pub mod normal;
+pub mod tally;
 pub mod theorems;
 pub mod tol;
 pub mod verify;

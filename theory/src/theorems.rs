@@ -7,8 +7,8 @@ use rand::{Rng, RngExt};
 
 use crate::error::Result;
 use crate::model::{Adversary, Argmax, BinaryModel, Class};
+use crate::tally::{CheckReport, ErratumReport, Tally, rng_for};
 use crate::tol;
-use crate::verify::{CheckReport, ErratumReport, Tally, rng_for};
 
 /// Whether a statement held on one parameter set, and by how much (negative: by how much it
 /// failed). The margin's unit is the statement's own (a probability gap, a difference of w).

@@ -18,11 +18,11 @@ use super::monte_carlo::{PartA, TermScales};
 use super::no_regret::{Theorem1Report, lemma1_oscillation, t1b_rhs};
 use super::rademacher::dual_exponent;
 use super::sequences::{SequenceKind, generate};
+use crate::tally::{CheckReport, ErratumReport, Tally, rng_for};
 use crate::tol::{
     G1_TOL, G2_EXACT_TOL, G2_TABLE_TOL, G2_Z, G4_TOL, H1_TOL, H2_TOL, H5_TOL, H6_TOL, H34_TOL,
     rel_diff,
 };
-use crate::verify::{CheckReport, ErratumReport, Tally, rng_for};
 
 /// W1 example's RHS (check H6).
 pub const W1_RHS: f64 = 0.678_484_022_978_813_9;

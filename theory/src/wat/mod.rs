@@ -19,10 +19,10 @@ pub mod sequences;
 
 pub use checks::{constant_sequence, w1_sequence};
 
-use crate::verify::{CheckReport, ErratumReport};
+use crate::tally::{CheckReport, ErratumReport};
 
 /// Adds the WAT checks (H1-H6, G1-G4) and errata (W1-W6) to the verify report: `cases`
-/// random draws per random check, from the streams `verify::rng_for(seed, id)`.
+/// random draws per random check, from the streams `tally::rng_for(seed, id)`.
 pub fn checks(
     cases: usize,
     seed: u64,
