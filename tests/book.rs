@@ -370,7 +370,7 @@ fn wait_for_sweep(dir: &Path, data: &Path) {
 
 /// Pages whose commands the tests below run; a page with commands that is not here fails
 /// [`every_page_with_commands_is_run`].
-const RUN: [&str; 9] = [
+const RUN: [&str; 17] = [
     "introduction.md",
     "ch1-phenomenon.md",
     "ch2-binary-model.md",
@@ -380,6 +380,14 @@ const RUN: [&str; 9] = [
     "ch6-fashion-mnist.md",
     "ch7-scale.md",
     "building.md",
+    "guide-setup.md",
+    "guide-configuration.md",
+    "guide-run-directory.md",
+    "guide-evaluation.md",
+    "guide-sweeps.md",
+    "guide-compare.md",
+    "guide-theory-toy.md",
+    "guide-performance.md",
 ];
 
 #[test]
@@ -459,4 +467,44 @@ fn commands_of_chapter_7_run() {
 #[test]
 fn commands_of_the_building_page_run() {
     run_page(RUN[8]);
+}
+
+#[test]
+fn commands_of_the_set_up_guide_run() {
+    run_page(RUN[9]);
+}
+
+#[test]
+fn commands_of_the_configuration_reference_run() {
+    run_page(RUN[10]);
+}
+
+#[test]
+fn commands_of_the_run_directory_guide_run() {
+    run_page(RUN[11]);
+}
+
+#[test]
+fn commands_of_the_evaluation_guide_run() {
+    run_page(RUN[12]);
+}
+
+#[test]
+fn commands_of_the_sweeps_guide_run() {
+    run_page(RUN[13]);
+}
+
+#[test]
+fn commands_of_the_compare_guide_run() {
+    run_page(RUN[14]);
+}
+
+#[test]
+fn commands_of_the_theory_and_toy_guide_run() {
+    run_page(RUN[15]);
+}
+
+#[test]
+fn commands_of_the_performance_guide_run() {
+    run_page(RUN[16]);
 }
