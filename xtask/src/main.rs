@@ -5,7 +5,7 @@
 //!   wheels) and Fashion-MNIST (from Debian's package, without root).
 //! - `test`: the README's test command (format, libtorch-free crates without libtorch, set-up,
 //!   the whole workspace's tests, clippy). `.ci/run` runs it, then `demo`.
-//! - `demo`: the README's main command (set-up, then `classwise demo`).
+//! - `demo`: the README's main command (set-up without the book tools, then `classwise demo`).
 //! - `book`: the course book (`docs/book`) with its figures and tables regenerated, into
 //!   `out/book`; with `--check`, opened in headless Chromium by `tests/book_browser.rs`.
 
@@ -50,7 +50,8 @@ enum Cmd {
     /// sweep as a job array, one task stopped by SIGTERM, requeued and finished) and the book's
     /// chapter 7, which submits a sweep. `test` runs it too.
     TestSlurm(SetupArgs),
-    /// Set up, then run `classwise demo` (release build); outputs land in `out/demo/`.
+    /// Set up (libtorch and Fashion-MNIST; not the book tools, which the demo never uses), then
+    /// run `classwise demo` (release build); outputs land in `out/demo/`.
     Demo {
         #[command(flatten)]
         setup: SetupArgs,
@@ -104,8 +105,9 @@ struct SetupArgs {
     /// Skip the Fashion-MNIST step.
     #[arg(long)]
     no_data: bool,
-    /// Skip the book tools (mdBook, mdbook-katex, KaTeX's stylesheet and fonts), which only
-    /// `cargo xtask book` needs.
+    /// Skip the book tools (mdBook, mdbook-katex, KaTeX's stylesheet and fonts) in `setup`.
+    /// Only `book` and `test` (which builds the book) need them and install them themselves;
+    /// `demo` and `test-slurm` never do.
     #[arg(long)]
     no_book: bool,
     /// The link that `.cargo/config.toml` names as LIBTORCH.
@@ -125,16 +127,23 @@ struct SetupArgs {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Setup(args) => setup(&args),
+        Cmd::Setup(args) => {
+            let tools = if args.no_book {
+                BookTools::Skip
+            } else {
+                BookTools::Install
+            };
+            setup(&args, tools)
+        }
         Cmd::Test(args) => test(&args),
-        Cmd::TestSlurm(args) => setup(&args).and_then(|()| test_slurm()),
+        Cmd::TestSlurm(args) => setup(&args, BookTools::Skip).and_then(|()| test_slurm()),
         Cmd::Demo { setup: args, out } => demo(&args, &out),
         Cmd::Book {
             setup: args,
             out,
             check,
             source,
-        } => setup(&args).and_then(|()| book(&args, &source, &out, check)),
+        } => setup(&args, BookTools::Skip).and_then(|()| book(&args, &source, &out, check)),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
@@ -142,13 +151,27 @@ fn main() {
     }
 }
 
-/// `cargo xtask setup`: libtorch behind the `.libtorch` link, Fashion-MNIST, the book tools.
-fn setup(args: &SetupArgs) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let cache = args
-        .cache_dir
+/// Whether [`setup`] installs the book tools (issue 37, item 7: the main job needs no book
+/// tools). Only `cargo xtask setup` does, unless `--no-book`; [`book`] installs them where the
+/// book is built (`book`, `test`), and `demo` never needs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BookTools {
+    Install,
+    Skip,
+}
+
+/// The cache of `args`: `--cache-dir`, else the default one.
+fn cache_dir(args: &SetupArgs) -> PathBuf {
+    args.cache_dir
         .clone()
-        .unwrap_or_else(paths::default_cache_dir);
+        .unwrap_or_else(paths::default_cache_dir)
+}
+
+/// `cargo xtask setup`: libtorch behind the `.libtorch` link, Fashion-MNIST, and the book tools
+/// when `tools` says so.
+fn setup(args: &SetupArgs, tools: BookTools) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let cache = cache_dir(args);
     let link = args
         .link
         .clone()
@@ -172,7 +195,7 @@ fn setup(args: &SetupArgs) -> anyhow::Result<()> {
         let dir = data::setup_fashion_mnist(&cache, &args.system_data_dir)?;
         eprintln!("  Fashion-MNIST: {}", dir.display());
     }
-    if !args.no_book {
+    if tools == BookTools::Install {
         book::ensure_tools(&cache)?;
     }
     eprintln!(
@@ -314,7 +337,8 @@ fn test(args: &SetupArgs) -> anyhow::Result<()> {
         &mut pure,
     )?;
     eprintln!("\n==> set-up");
-    setup(args)?;
+    // The book tools come with the book step below.
+    setup(args, BookTools::Skip)?;
     // The rest of the workspace; the libtorch-free packages were tested in step 2.
     let mut rest = cargo();
     rest.args(["test", "--workspace"]);
@@ -407,11 +431,7 @@ fn check_no_torch(package: &str) -> anyhow::Result<()> {
 /// release build of classwise; with `check`, runs the browser test on it.
 fn book(args: &SetupArgs, source: &Path, out: &Path, check: bool) -> anyhow::Result<()> {
     let started = Instant::now();
-    let cache = args
-        .cache_dir
-        .clone()
-        .unwrap_or_else(paths::default_cache_dir);
-    let tools = book::ensure_tools(&cache)?;
+    let tools = book::ensure_tools(&cache_dir(args))?;
     run(
         "release build of classwise (for the book's figures)",
         cargo().args(["build", "--release", "-p", "classwise"]),
@@ -445,8 +465,9 @@ fn book(args: &SetupArgs, source: &Path, out: &Path, check: bool) -> anyhow::Res
     Ok(())
 }
 
+/// `cargo xtask demo`: set-up without the book tools, then [`run_demo`].
 fn demo(args: &SetupArgs, out: &Path) -> anyhow::Result<()> {
-    setup(args)?;
+    setup(args, BookTools::Skip)?;
     run_demo(out)
 }
 

@@ -121,6 +121,40 @@ fn user_libtorch_of_the_right_version_is_linked() {
     assert_eq!(std::fs::read_link(&link).unwrap(), lt);
 }
 
+/// `cargo xtask demo` sets up without the book tools (issue 37, item 7: the main job needs no
+/// book tools): with a user libtorch and no data step, the only Cargo call it makes is the
+/// demo's `cargo run`, never the `cargo install` of mdBook or mdbook-katex.
+#[test]
+fn demo_sets_up_without_the_book_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let lt = fake_libtorch(dir.path(), "2.13.0");
+    let calls = dir.path().join("cargo-calls");
+    // A Cargo that only notes its arguments, one call a line.
+    let cargo = dir.path().join("bin/cargo");
+    script(&cargo, &format!("echo \"$*\" >> '{}'", calls.display()));
+    let out_dir = dir.path().join("demo-out");
+    let out = Setup::subcommand(dir.path(), "demo")
+        .env("LIBTORCH", &lt)
+        .env("CARGO", &cargo)
+        .arg("--no-data")
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap(),
+        format!(
+            "run --release -p classwise -- demo --out {}\n",
+            out_dir.display()
+        ),
+        "{text}"
+    );
+    assert!(!dir.path().join("cache/book-tools").exists(), "{text}");
+    assert!(!text.contains("mdbook"), "{text}");
+}
+
 #[test]
 fn bypass_variable_lets_a_wrong_version_through_with_a_warning() {
     let mut s = Setup::new();

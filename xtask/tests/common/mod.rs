@@ -25,20 +25,27 @@ impl Setup {
         Setup { dir, cmd }
     }
 
-    /// The command with cache, link and system data directory under `root`.
+    /// The set-up command with cache, link and system data directory under `root`.
     pub fn command(root: &Path) -> Command {
+        let mut cmd = Self::subcommand(root, "setup");
+        // The book tools (mdBook, mdbook-katex: minutes of `cargo install` each) are not what
+        // these tests are about; without this, every successful set-up here would build them
+        // into its fresh cache.
+        cmd.arg("--no-book");
+        cmd
+    }
+
+    /// `cargo xtask <name>` (a command that sets up first: `setup`, `demo`, …) with cache, link
+    /// and system data directory under `root`.
+    pub fn subcommand(root: &Path, name: &str) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        cmd.arg("setup")
+        cmd.arg(name)
             .arg("--cache-dir")
             .arg(root.join("cache"))
             .arg("--link")
             .arg(root.join("libtorch-link"))
             .arg("--system-data-dir")
-            .arg(root.join("no-system-data"))
-            // The book tools (mdBook, mdbook-katex: minutes of `cargo install` each) are not what
-            // these tests are about; without this, every successful set-up here would build
-            // them into its fresh cache.
-            .arg("--no-book");
+            .arg(root.join("no-system-data"));
         for var in [
             "LIBTORCH",
             "LIBTORCH_USE_PYTORCH",
