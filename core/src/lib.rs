@@ -13,6 +13,7 @@
 
 pub mod aggregate;
 pub mod average;
+pub mod driver;
 pub mod error;
 pub mod plan;
 pub mod record;

@@ -33,15 +33,18 @@
 //!   EMA decisions and WAT's model selection come from [`classwise_core`] (re-exported here:
 //!   [`RuleConfig`], [`ClassPlan`], [`ClassStats`], the rules' settings, [`FawaSettings`]);
 //! * [`train`], [`eval`]: one epoch of SGD, class-wise evaluation;
-//! * [`run`](mod@run): configuration, presets, the epoch loop, the report.
+//! * [`config`]: configuration and presets; [`run`](mod@run): the toy's backend and hooks of
+//!   the shared training driver ([`classwise_core::driver`]); [`report`]: what a run reports.
 //!
 //! Random streams use tags 16..=31 of [`crate::rng::stream_id`].
 
 pub mod attack;
+pub mod config;
 pub mod data;
 pub mod eval;
 pub mod loss;
 pub mod model;
+pub mod report;
 pub mod run;
 pub mod train;
 
@@ -49,10 +52,11 @@ pub use classwise_core::average::{FawaGate, FawaSettings};
 pub use classwise_core::rule::{CfaSettings, FrlSettings, WatSettings};
 pub use classwise_core::{ClassPlan, ClassRule, ClassStats, RuleConfig, RuleContext};
 pub use classwise_theory::calibration::FawaComparison;
+pub use config::{
+    CfaBase, METHODS, Method, PRESET_EPOCHS, ParseMethodError, RunConfig, cfa_paper_settings,
+};
 pub use data::{DATA_PRESETS, Dataset, Split, Splits, ToyData};
 pub use loss::Base;
 pub use model::Linear;
-pub use run::{
-    CfaBase, EpochRecord, METHODS, Method, ModelReport, PRESET_EPOCHS, ParseMethodError, RunConfig,
-    RunReport, SelectedReport, cfa_paper_settings, run,
-};
+pub use report::{EpochRecord, ModelReport, RunReport, SelectedReport};
+pub use run::run;

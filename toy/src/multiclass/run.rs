@@ -1,23 +1,20 @@
-//! A complete toy run: configuration, method presets, the epoch loop and its report.
+//! A complete toy run: the toy's [`Backend`] of the shared training driver
+//! ([`classwise_core::driver`]) and its hooks (FAWA and EMA averages of the flat parameters,
+//! WAT's model selection, the history), then the report.
 
-use std::fmt;
-use std::str::FromStr;
-
-use classwise_core::average::{Averager, Averaging, EmaSettings, FawaGate, FawaSettings};
-use classwise_core::rule::{CfaSettings, CslSettings, FrlSettings, WatSettings};
+use classwise_core::average::Averager;
+use classwise_core::driver::{Backend, Driver, EpochEnd, EpochStart, Hook, Start};
 use classwise_core::select::{EpochScore, Selection, Selector};
-use classwise_core::{ClassPlan, ClassStats, RuleConfig, RuleContext};
-use classwise_theory::calibration::{AverageAction, FawaComparison, wat_validation_costs};
-use classwise_theory::metrics::ClassAccuracySummary;
-use serde::{Deserialize, Serialize};
+use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
+use classwise_theory::calibration::{AverageAction, wat_validation_costs};
 
-use super::attack::PgdConfig;
-use super::data::{Dataset, ToyData};
-use super::eval::{evaluate, trades_loss_sums};
-use super::loss::Base;
+use super::config::RunConfig;
+use super::data::Splits;
+use super::eval::{ClassEval, evaluate, trades_loss_sums};
 use super::model::Linear;
-use super::train::{EpochRng, Sgd, train_epoch};
-use crate::error::{Result, ToyError, require, require_count};
+use super::report::{EpochRecord, ModelReport, RunReport, SelectedReport};
+use super::train::{EpochRng, EpochStats, Sgd, train_epoch};
+use crate::error::{Result, ToyError};
 use crate::rng::{stream, stream_id};
 
 /// Stream tags of the epoch loop (data uses 16, init 17).
@@ -25,420 +22,167 @@ const TAG_SHUFFLE: u8 = 18;
 const TAG_TRAIN_ATTACK: u8 = 19;
 const TAG_VAL_ATTACK: u8 = 20;
 
-/// The methods of the CLI (`natural|at|trades|fat|cfa|cfa-at|cfa-trades|cfa-fat|wat|frl|csl`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Method {
-    Natural,
-    At,
-    Trades,
-    Fat,
-    /// CFA (CCM, CCR with TRADES, FAWA) on the given base; `cfa` alone means
-    /// [`CfaBase::Trades`], the paper's headline "TRADES + CFA".
-    Cfa(CfaBase),
-    /// WAT on TRADES (η = 0.1).
-    Wat,
-    /// FRL-RWRM on TRADES.
-    Frl,
-    /// CSL (WAT's cost-sensitive baseline, a reconstruction) on TRADES.
-    Csl,
+/// The toy as a driver backend: the linear model, its optimiser, the data, and the reports
+/// the hooks leave when the run finishes.
+struct Toy<'a> {
+    config: &'a RunConfig,
+    splits: Splits,
+    model: Linear,
+    sgd: Sgd,
+    /// The validation and test evaluations of the epoch being measured.
+    measured: Option<(ClassEval, ClassEval)>,
+    history: Vec<EpochRecord>,
+    fawa: Option<(ModelReport, usize)>,
+    ema: Option<ModelReport>,
+    selected: Option<SelectedReport>,
 }
 
-/// The base a CFA run calibrates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CfaBase {
-    At,
-    Trades,
-    Fat,
-}
-
-/// The strings [`Method::from_str`] accepts.
-pub const METHODS: &[&str] = &[
-    "natural",
-    "at",
-    "trades",
-    "fat",
-    "cfa",
-    "cfa-at",
-    "cfa-trades",
-    "cfa-fat",
-    "wat",
-    "frl",
-    "csl",
-];
-
-/// An unknown method name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown multiclass method `{0}`; expected one of natural, at, trades, fat, cfa, cfa-at, cfa-trades, cfa-fat, wat, frl, csl"
-)]
-pub struct ParseMethodError(pub String);
-
-impl FromStr for Method {
-    type Err = ParseMethodError;
-
-    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "natural" => Method::Natural,
-            "at" | "pgd-at" => Method::At,
-            "trades" => Method::Trades,
-            "fat" => Method::Fat,
-            "cfa" | "cfa-trades" => Method::Cfa(CfaBase::Trades),
-            "cfa-at" => Method::Cfa(CfaBase::At),
-            "cfa-fat" => Method::Cfa(CfaBase::Fat),
-            "wat" => Method::Wat,
-            "frl" => Method::Frl,
-            "csl" => Method::Csl,
-            _ => return Err(ParseMethodError(s.to_string())),
+impl Toy<'_> {
+    /// The test-set report of flat parameters.
+    fn report(&self, params: &[f64]) -> Result<ModelReport> {
+        let k = self.config.data.n_classes;
+        let model = Linear::from_flat(k, self.config.data.dim(), params.to_vec())?;
+        let eval = evaluate(&model, &self.splits.test, self.config.epsilon)?;
+        Ok(ModelReport {
+            clean: eval.clean.summary(),
+            robust: eval.robust.summary(),
+            params: params.to_vec(),
         })
     }
-}
 
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Method::Natural => "natural",
-            Method::At => "at",
-            Method::Trades => "trades",
-            Method::Fat => "fat",
-            Method::Cfa(CfaBase::At) => "cfa-at",
-            Method::Cfa(CfaBase::Trades) => "cfa-trades",
-            Method::Cfa(CfaBase::Fat) => "cfa-fat",
-            Method::Wat => "wat",
-            Method::Frl => "frl",
-            Method::Csl => "csl",
-        })
-    }
-}
-
-/// Everything a run needs. Build one with [`RunConfig::preset`] and adjust fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunConfig {
-    pub data: ToyData,
-    pub seed: u64,
-    pub epochs: usize,
-    /// Initial learning rate.
-    pub lr: f64,
-    /// 0-based epochs at which the learning rate is multiplied by 0.1.
-    pub lr_milestones: Vec<usize>,
-    pub momentum: f64,
-    pub weight_decay: f64,
-    pub batch_size: usize,
-    /// Weights start as `init_scale`·N(0, 1), biases 0.
-    pub init_scale: f64,
-    /// The threat model's ε (evaluation, and training before any class-wise calibration).
-    pub epsilon: f64,
-    /// Training attack (step size not scaled per class, as in `PKU-ML/CFA:attack.py`).
-    pub attack: PgdConfig,
-    /// The TRADES KL attack of the validation costs (WAT; `validate` in
-    /// `boqili/WAT:worst_class_adversarial_train.py`).
-    pub cost_attack: PgdConfig,
-    /// β of the validation TRADES cost (WAT's costs and its model-selection rule).
-    pub cost_beta: f64,
-    pub base: Base,
-    /// The class-wise rule ([`classwise_core::rule`]), in the context of `base`, `epsilon` and
-    /// `attack.step_size` ([`RunConfig::rule_context`]).
-    pub rule: RuleConfig,
-    /// Fairness-aware weight averaging (CFA, [`classwise_core::average`]), decided after each
-    /// epoch from the class-wise validation robust accuracy at ε; `None` disables it.
-    pub fawa: Option<FawaSettings>,
-    /// Plain EMA decay, from epoch 0 (a control for FAWA: averaging without the fairness gate);
-    /// `None` disables it.
-    pub ema_alpha: Option<f64>,
-}
-
-/// Epochs of the presets.
-pub const PRESET_EPOCHS: usize = 40;
-
-impl RunConfig {
-    /// The preset of a method on the `"default"` toy data, seed 0. Common settings: 40 epochs,
-    /// lr 0.05 (×0.1 at epochs 20 and 30, CFA's 50%/75% schedule), momentum 0.9, weight decay
-    /// 5e-4, batch 64, ε = 0.3, PGD-10 with step ε/4, β = 6.
-    ///
-    /// Method-specific settings: CFA's warm-up `begin` = 2 (10 of 200 epochs in the reference
-    /// code, i.e. 5%) and FAWA with α = 0.85, start at epoch 10 (50 of 200), δ = 0.45 (the
-    /// paper's δ = 0.2 sits a little below CIFAR-10's worst-class robust accuracy; on this toy
-    /// the worst class reaches about 0.5 on validation, so 0.45 plays that role); WAT η = 0.1;
-    /// FRL-RWRM with τ = α₁ = 0.05, α₂ = 0.2, FRL weights from epoch 10 (the plain TRADES epochs
-    /// before stand in for FRL's pretrained start); CSL with γ = 0.05 (WAT's CIFAR-10 value).
-    pub fn preset(method: Method) -> Self {
-        Self::preset_with_epochs(method, PRESET_EPOCHS)
-    }
-
-    /// [`RunConfig::preset`] trained for `epochs` instead of [`PRESET_EPOCHS`], with every
-    /// epoch-relative setting scaled with it: learning-rate drops at 1/2 and 3/4, FAWA and FRL
-    /// from 1/4, FRL's α₁ halving every `epochs`. For short runs (tests, quick figures).
-    pub fn preset_with_epochs(method: Method, epochs: usize) -> Self {
-        let epsilon = 0.3;
-        let trades = Base::Trades { beta: 6.0 };
-        let (base, rule) = match method {
-            Method::Natural => (Base::Natural, RuleConfig::Uniform),
-            Method::At => (Base::PgdAt, RuleConfig::Uniform),
-            Method::Trades => (trades, RuleConfig::Uniform),
-            Method::Fat => (Base::Fat { tau: 3 }, RuleConfig::Uniform),
-            Method::Cfa(b) => {
-                let base = match b {
-                    CfaBase::At => Base::PgdAt,
-                    CfaBase::Trades => trades,
-                    CfaBase::Fat => Base::Fat { tau: 3 },
-                };
-                (base, RuleConfig::Cfa(cfa_paper_settings(&base, 2)))
-            }
-            Method::Wat => (trades, RuleConfig::Wat(WatSettings::new(0.1))),
-            Method::Csl => (trades, RuleConfig::Csl(CslSettings { gamma: 0.05 })),
-            Method::Frl => (
-                trades,
-                RuleConfig::Frl(FrlSettings::reweight_remargin(epochs / 4, epochs)),
-            ),
+    /// Class-wise validation accuracy and errors (every statistic is cheap on the toy).
+    fn validate(&self) -> Result<(ClassEval, ClassStats)> {
+        let val = evaluate(&self.model, &self.splits.val, self.config.epsilon)?;
+        let stats = ClassStats {
+            train_robust: Vec::new(),
+            val_clean: Some(val.clean.per_class().to_vec()),
+            val_robust: Some(val.robust.per_class().to_vec()),
+            val_errors: Some(val.errors(&self.splits.val.y)?),
+            val_costs: None,
         };
-        let fawa = matches!(method, Method::Cfa(_)).then_some(FawaSettings {
-            alpha: 0.85,
-            delta: 0.45,
-            start_epoch: epochs / 4,
-            comparison: FawaComparison::AtLeast,
-            gate: FawaGate::WorstClass,
-        });
-        let attack = PgdConfig {
-            steps: 10,
-            step_size: epsilon / 4.0,
+        Ok((val, stats))
+    }
+}
+
+impl Backend for Toy<'_> {
+    type Error = ToyError;
+    type Trained = EpochStats;
+    type Record = EpochRecord;
+
+    fn train_epoch(&mut self, start: &EpochStart<'_>) -> Result<Option<EpochStats>> {
+        let (config, epoch) = (self.config, start.epoch as u64);
+        let mut rng = EpochRng {
+            shuffle: stream(config.seed, stream_id(TAG_SHUFFLE, 0, epoch)),
+            attack: stream(config.seed, stream_id(TAG_TRAIN_ATTACK, 0, epoch)),
         };
-        Self {
-            data: ToyData::preset("default").unwrap_or_else(default_data),
-            seed: 0,
-            epochs,
-            lr: 0.05,
-            lr_milestones: vec![epochs / 2, 3 * epochs / 4],
-            momentum: 0.9,
-            weight_decay: 5e-4,
-            batch_size: 64,
-            init_scale: 0.01,
-            epsilon,
-            attack,
-            cost_attack: attack,
-            cost_beta: 6.0,
-            base,
-            rule,
-            fawa,
-            ema_alpha: Some(0.85),
-        }
-    }
-
-    /// [`RunConfig::preset`] from a method name.
-    pub fn preset_named(method: &str) -> std::result::Result<Self, ParseMethodError> {
-        Ok(Self::preset(method.parse()?))
-    }
-
-    /// Learning rate of 0-based `epoch`.
-    pub fn lr_at(&self, epoch: usize) -> f64 {
-        let drops = self.lr_milestones.iter().filter(|&&m| epoch >= m).count();
-        self.lr * 0.1f64.powi(i32::try_from(drops).unwrap_or(i32::MAX))
-    }
-
-    /// Checks every field; errors name the field.
-    pub fn validate(&self) -> Result<()> {
-        self.data.validate()?;
-        require_count("epochs", self.epochs, 1)?;
-        positive("lr", self.lr)?;
-        require(
-            "momentum",
-            self.momentum,
-            (0.0..1.0).contains(&self.momentum),
-            "in [0, 1)",
+        let stats = train_epoch(
+            &mut self.model,
+            &mut self.sgd,
+            &self.splits.train,
+            &config.base,
+            start.plan,
+            &config.attack,
+            config.batch_size,
+            config.lr_at(start.epoch),
+            &mut rng,
         )?;
-        non_negative("weight_decay", self.weight_decay)?;
-        require_count("batch_size", self.batch_size, 1)?;
-        non_negative("init_scale", self.init_scale)?;
-        non_negative("epsilon", self.epsilon)?;
-        self.attack.validate("attack.step_size")?;
-        self.cost_attack.validate("cost_attack.step_size")?;
-        non_negative("cost_beta", self.cost_beta)?;
-        self.base.validate()?;
-        // Building the rule checks its settings and that it fits the base.
-        // The toy's name for the base is `base` (the trainer's is `train.method`).
-        self.rule.build(self.rule_context()).map_err(|e| match e {
-            classwise_core::CoreError::Invalid {
-                field,
-                value,
-                expected,
-            } if field == "train.method" => classwise_core::CoreError::Invalid {
-                field: "base".to_owned(),
-                value,
-                expected,
-            },
-            other => other,
+        Ok(Some(stats))
+    }
+
+    fn measure_initial(&mut self, _needs: Needs) -> Result<ClassStats> {
+        Ok(self.validate()?.1)
+    }
+
+    /// Everything, every epoch: validation accuracy, errors and WAT's costs, and the test set.
+    fn measure(&mut self, epoch: usize, trained: &EpochStats, _needs: Needs) -> Result<ClassStats> {
+        let config = self.config;
+        let (val_eval, mut stats) = self.validate()?;
+        let test = evaluate(&self.model, &self.splits.test, config.epsilon)?;
+        self.measured = Some((val_eval, test));
+        let mut cost_rng = stream(config.seed, stream_id(TAG_VAL_ATTACK, 0, epoch as u64));
+        let val = &self.splits.val;
+        let (ce, kl) = trades_loss_sums(
+            &self.model,
+            val,
+            config.epsilon,
+            &config.cost_attack,
+            &mut cost_rng,
+        )?;
+        let n_val = val.len() as f64;
+        stats.val_costs = Some(wat_validation_costs(&ce, &kl, config.cost_beta, n_val)?);
+        stats.train_robust = trained.train_robust.clone();
+        Ok(stats)
+    }
+
+    fn record(
+        &mut self,
+        epoch: usize,
+        plan: ClassPlan,
+        trained: EpochStats,
+        stats: &ClassStats,
+        _rule: &dyn ClassRule,
+    ) -> Result<EpochRecord> {
+        let measured = |v: &Option<Vec<f64>>| v.clone().unwrap_or_default();
+        let (val, test) = self.measured.take().ok_or(ToyError::LengthMismatch {
+            what: "evaluations of the epoch",
+            expected: 1,
+            got: 0,
         })?;
-        if let Some(f) = self.fawa {
-            Averaging::Fawa(f).validate()?;
-        }
-        if let Some(a) = self.ema_alpha {
-            unit("ema_alpha", a)?;
+        Ok(EpochRecord {
+            epoch,
+            lr: self.config.lr_at(epoch),
+            plan,
+            train_loss: trained.mean_loss,
+            train_robust: trained.train_robust,
+            val_clean: measured(&stats.val_clean),
+            val_robust: measured(&stats.val_robust),
+            val_worst_robust: val.robust.worst().value,
+            val_costs: measured(&stats.val_costs),
+            test_clean: test.clean.per_class().to_vec(),
+            test_robust: test.robust.per_class().to_vec(),
+            fawa: None,
+        })
+    }
+}
+
+/// A weight average of the flat parameters (FAWA or EMA), decided after each epoch.
+struct Average {
+    averager: Averager,
+    /// θ̄, `None` while the average holds nothing.
+    params: Option<Vec<f64>>,
+}
+
+impl Average {
+    fn is_fawa(&self) -> bool {
+        self.averager.averaging.name() == "fawa"
+    }
+}
+
+impl Hook<Toy<'_>> for Average {
+    fn after_epoch(
+        &mut self,
+        toy: &mut Toy<'_>,
+        end: &mut EpochEnd<'_, EpochRecord>,
+    ) -> Result<()> {
+        let val_robust = end.stats.val_robust.as_deref().filter(|_| self.is_fawa());
+        let action = self.averager.decide(end.epoch, val_robust)?.action;
+        self.params = apply(action, self.params.take(), toy.model.params())?;
+        if self.is_fawa() {
+            end.record.fawa = Some(action);
         }
         Ok(())
     }
 
-    /// What the class-wise rule shares with the run: K, the plain ε, the TRADES β (none for the
-    /// other bases) and the training attack's step.
-    pub fn rule_context(&self) -> RuleContext {
-        RuleContext {
-            base: self.base.kind(),
-            n_classes: self.data.n_classes,
-            eps: self.epsilon,
-            beta: self.base.trades_beta(),
-            step_size: self.attack.step_size,
+    fn finish(&mut self, toy: &mut Toy<'_>) -> Result<()> {
+        let Some(params) = &self.params else {
+            return Ok(());
+        };
+        let report = toy.report(params)?;
+        match self.is_fawa() {
+            true => toy.fawa = Some((report, self.averager.state.updates)),
+            false => toy.ema = Some(report),
         }
-    }
-
-    /// The FAWA and EMA deciders of a run (either may be off).
-    fn averagers(&self) -> Result<(Option<Averager>, Option<Averager>)> {
-        let fawa = self
-            .fawa
-            .map(|f| Averager::new(Averaging::Fawa(f)))
-            .transpose()?;
-        let ema = self
-            .ema_alpha
-            .map(|alpha| {
-                Averager::new(Averaging::Ema(EmaSettings {
-                    alpha,
-                    start_epoch: 0,
-                }))
-            })
-            .transpose()?;
-        Ok((fawa, ema))
-    }
-}
-
-/// CFA's settings from the paper for a run on `base` (CFA §5.1): CCM with λ₁ = 0.5 on PGD-AT
-/// (and natural training), 0.7 on FAT; λ₁ = 0.3 with CCR (λ₂ = 0.5) on TRADES; calibrated from
-/// 0-based epoch `begin`.
-pub fn cfa_paper_settings(base: &Base, begin: usize) -> CfaSettings {
-    let lambda1 = match base {
-        Base::Fat { .. } => 0.7,
-        Base::Trades { .. } | Base::PgdAt | Base::Natural => 0.5,
-    };
-    CfaSettings::paper(lambda1, base.trades_beta().is_some(), begin)
-}
-
-fn default_data() -> ToyData {
-    // Unreachable: "default" is a preset name. Kept so that the preset never panics.
-    ToyData {
-        n_classes: 2,
-        block: 1,
-        robust_scale: 1.0,
-        eta: 0.5,
-        reliability: vec![0.9, 0.8],
-        noise: vec![1.0, 1.0],
-        n_train: 100,
-        n_val: 50,
-        n_test: 100,
-    }
-}
-
-fn positive(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, v.is_finite() && v > 0.0, "finite and > 0")
-}
-
-fn non_negative(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, v.is_finite() && v >= 0.0, "finite and >= 0")
-}
-
-fn unit(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, (0.0..=1.0).contains(&v), "in [0, 1]")
-}
-
-/// Class-wise clean and exact robust accuracy (at the plain ε) of one model on the test set.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ModelReport {
-    pub clean: ClassAccuracySummary,
-    pub robust: ClassAccuracySummary,
-    /// Flat parameters ([`Linear::to_flat`]).
-    pub params: Vec<f64>,
-}
-
-impl ModelReport {
-    /// Average robust accuracy (over all test samples).
-    pub fn robust_avg(&self) -> f64 {
-        self.robust.overall.unwrap_or(self.robust.class_mean)
-    }
-
-    /// Worst-class robust accuracy.
-    pub fn robust_worst(&self) -> f64 {
-        self.robust.worst.value
-    }
-
-    /// Average clean accuracy.
-    pub fn clean_avg(&self) -> f64 {
-        self.clean.overall.unwrap_or(self.clean.class_mean)
-    }
-
-    /// Worst-class clean accuracy.
-    pub fn clean_worst(&self) -> f64 {
-        self.clean.worst.value
-    }
-}
-
-/// WAT Algorithm 1's selected iterate (argmin over epochs of the worst-class validation cost).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SelectedReport {
-    pub epoch: usize,
-    pub model: ModelReport,
-}
-
-/// One epoch of a run. Per-class vectors are indexed by class.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EpochRecord {
-    pub epoch: usize,
-    pub lr: f64,
-    /// The class-wise plan in force this epoch (ε_k, β_k, class weights of the two loss terms,
-    /// the rule's step size if any); [`Base::term_weights`] gives the loss's weights.
-    pub plan: ClassPlan,
-    pub train_loss: f64,
-    /// t_k counted on the fly on this epoch's training inputs (as in `PKU-ML/CFA:train.py`).
-    pub train_robust: Vec<f64>,
-    pub val_clean: Vec<f64>,
-    pub val_robust: Vec<f64>,
-    /// min_k validation robust accuracy (the FAWA gate's input).
-    pub val_worst_robust: f64,
-    /// WAT's validation cost vector (K class costs, then the average).
-    pub val_costs: Vec<f64>,
-    pub test_clean: Vec<f64>,
-    pub test_robust: Vec<f64>,
-    /// What FAWA did after this epoch (`None` when FAWA is off).
-    pub fawa: Option<AverageAction>,
-}
-
-/// The result of [`run`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunReport {
-    pub config: RunConfig,
-    /// `"<rule>/<base>"`, e.g. `"cfa/trades"`.
-    pub label: String,
-    pub history: Vec<EpochRecord>,
-    /// The last iterate.
-    pub final_model: ModelReport,
-    /// The FAWA model; `None` when FAWA is off or no epoch passed the gate.
-    pub fawa: Option<ModelReport>,
-    /// Epochs admitted by the FAWA gate.
-    pub fawa_accepted: usize,
-    /// The plain EMA model (`None` when off).
-    pub ema: Option<ModelReport>,
-    /// The iterate WAT's selection rule picks (reported for every method).
-    pub selected: SelectedReport,
-}
-
-impl RunReport {
-    /// ε_k per epoch (rows: epochs, columns: classes), e.g. for the CCM trajectory figure.
-    pub fn epsilon_trajectory(&self) -> Vec<Vec<f64>> {
-        self.history.iter().map(|r| r.plan.eps.clone()).collect()
-    }
-
-    /// β_k per epoch (TRADES base), `None` otherwise.
-    pub fn beta_trajectory(&self) -> Option<Vec<Vec<f64>>> {
-        self.config.base.trades_beta()?;
-        Some(self.history.iter().map(|r| r.plan.beta.clone()).collect())
-    }
-
-    /// Test robust accuracy per epoch and class.
-    pub fn test_robust_trajectory(&self) -> Vec<Vec<f64>> {
-        self.history.iter().map(|r| r.test_robust.clone()).collect()
+        Ok(())
     }
 }
 
@@ -453,6 +197,62 @@ fn apply(action: AverageAction, avg: Option<Vec<f64>>, params: &[f64]) -> Result
     })
 }
 
+/// WAT Algorithm 1's output rule (argmin over epochs of the worst-class validation cost),
+/// reported for every method.
+struct WatSelection {
+    selector: Selector,
+    /// The epoch and the flat parameters of the current choice.
+    chosen: Option<(usize, Vec<f64>)>,
+}
+
+impl Hook<Toy<'_>> for WatSelection {
+    fn after_epoch(
+        &mut self,
+        toy: &mut Toy<'_>,
+        end: &mut EpochEnd<'_, EpochRecord>,
+    ) -> Result<()> {
+        let score = EpochScore {
+            avg_plus_worst: None,
+            val_costs: end.stats.val_costs.clone(),
+        };
+        if self.selector.offer(end.epoch, &score)?.keep {
+            self.chosen = Some((end.epoch, toy.model.to_flat()));
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, toy: &mut Toy<'_>) -> Result<()> {
+        // The first epoch is always kept (it is the argmin of a one-epoch history).
+        let Some((epoch, params)) = &self.chosen else {
+            return Err(ToyError::LengthMismatch {
+                what: "WAT-selected iterates",
+                expected: 1,
+                got: 0,
+            });
+        };
+        debug_assert_eq!(self.selector.choose(&[]), Some(*epoch));
+        toy.selected = Some(SelectedReport {
+            epoch: *epoch,
+            model: toy.report(params)?,
+        });
+        Ok(())
+    }
+}
+
+/// Keeps every epoch's completed record.
+struct History;
+
+impl Hook<Toy<'_>> for History {
+    fn after_epoch(
+        &mut self,
+        toy: &mut Toy<'_>,
+        end: &mut EpochEnd<'_, EpochRecord>,
+    ) -> Result<()> {
+        toy.history.push(end.record.clone());
+        Ok(())
+    }
+}
+
 /// Runs one configuration: sample the data, train for `epochs` epochs with the base loss and
 /// the class-wise rule, evaluate every epoch, and report (see [`RunReport`]). Deterministic in
 /// `config` (single-threaded; every random draw comes from a named stream of `config.seed`).
@@ -460,144 +260,53 @@ pub fn run(config: &RunConfig) -> Result<RunReport> {
     config.validate()?;
     let splits = config.data.sample(config.seed)?;
     let k = config.data.n_classes;
-    let mut model = Linear::init(k, config.data.dim(), config.init_scale, config.seed)?;
-    let mut rule = config.rule.build(config.rule_context())?;
-    let mut sgd = Sgd::new(model.n_params(), config.momentum, config.weight_decay);
-    // Each average: its decider and θ̄ (`None` while empty).
+    let model = Linear::init(k, config.data.dim(), config.init_scale, config.seed)?;
+    let sgd = Sgd::new(model.n_params(), config.momentum, config.weight_decay);
+    let mut toy = Toy {
+        config,
+        splits,
+        model,
+        sgd,
+        measured: None,
+        history: Vec::with_capacity(config.epochs),
+        fawa: None,
+        ema: None,
+        selected: None,
+    };
     let (fawa, ema) = config.averagers()?;
-    let mut fawa = fawa.map(|a| (a, None));
-    let mut ema = ema.map(|a| (a, None));
-    // WAT's output rule; the weights of its current choice.
-    let mut selector = Selector::new(Selection::Wat, config.epochs)?;
-    let mut selected = None;
-    let n_val = splits.val.len() as f64;
-    let mut history = Vec::with_capacity(config.epochs);
-    // A rule that decides the first epoch from the initial model (FRL) observes it first.
-    if rule.needs_initial().any() {
-        let val = evaluate(&model, &splits.val, config.epsilon)?;
-        rule.observe_initial(&ClassStats {
-            train_robust: Vec::new(),
-            val_clean: Some(val.clean.per_class().to_vec()),
-            val_robust: Some(val.robust.per_class().to_vec()),
-            val_errors: Some(val.errors(&splits.val.y)?),
-            val_costs: None,
-        })?;
-    }
-    for epoch in 0..config.epochs {
-        let plan = rule.plan(epoch)?;
-        let lr = config.lr_at(epoch);
-        let mut rng = EpochRng {
-            shuffle: stream(config.seed, stream_id(TAG_SHUFFLE, 0, epoch as u64)),
-            attack: stream(config.seed, stream_id(TAG_TRAIN_ATTACK, 0, epoch as u64)),
-        };
-        let stats = train_epoch(
-            &mut model,
-            &mut sgd,
-            &splits.train,
-            &config.base,
-            &plan,
-            &config.attack,
-            config.batch_size,
-            lr,
-            &mut rng,
-        )?;
-        let val = evaluate(&model, &splits.val, config.epsilon)?;
-        let test = evaluate(&model, &splits.test, config.epsilon)?;
-        let mut cost_rng = stream(config.seed, stream_id(TAG_VAL_ATTACK, 0, epoch as u64));
-        let (ce, kl) = trades_loss_sums(
-            &model,
-            &splits.val,
-            config.epsilon,
-            &config.cost_attack,
-            &mut cost_rng,
-        )?;
-        let val_costs = wat_validation_costs(&ce, &kl, config.cost_beta, n_val)?;
-        // Every statistic a rule may need is cheap on the toy: all are measured every epoch.
-        rule.observe(
-            epoch,
-            &ClassStats {
-                train_robust: stats.train_robust.clone(),
-                val_clean: Some(val.clean.per_class().to_vec()),
-                val_robust: Some(val.robust.per_class().to_vec()),
-                val_errors: Some(val.errors(&splits.val.y)?),
-                val_costs: Some(val_costs.clone()),
-            },
-        )?;
-        let val_worst_robust = val.robust.worst().value;
-        let fawa_action = match &mut fawa {
-            Some((averager, avg)) => {
-                let d = averager.decide(epoch, Some(val.robust.per_class()))?;
-                *avg = apply(d.action, avg.take(), model.params())?;
-                Some(d.action)
-            }
-            None => None,
-        };
-        if let Some((averager, avg)) = &mut ema {
-            let d = averager.decide(epoch, None)?;
-            *avg = apply(d.action, avg.take(), model.params())?;
-        }
-        let score = EpochScore {
-            avg_plus_worst: None,
-            val_costs: Some(val_costs.clone()),
-        };
-        if selector.offer(epoch, &score)?.keep {
-            selected = Some((epoch, model.to_flat()));
-        }
-        history.push(EpochRecord {
-            epoch,
-            lr,
-            plan,
-            train_loss: stats.mean_loss,
-            train_robust: stats.train_robust,
-            val_clean: val.clean.per_class().to_vec(),
-            val_robust: val.robust.per_class().to_vec(),
-            val_worst_robust,
-            val_costs,
-            test_clean: test.clean.per_class().to_vec(),
-            test_robust: test.robust.per_class().to_vec(),
-            fawa: fawa_action,
-        });
-    }
-    let report_of = |params: &[f64]| model_report(config, &splits.test, params);
-    // The first epoch is always kept (it is the argmin of a one-epoch history).
-    let Some((selected_epoch, selected_params)) = selected else {
-        return Err(ToyError::LengthMismatch {
-            what: "WAT-selected iterates",
-            expected: 1,
-            got: 0,
-        });
+    let average = |averager| {
+        Box::new(Average {
+            averager,
+            params: None,
+        }) as Box<dyn Hook<Toy<'_>>>
     };
-    debug_assert_eq!(selector.choose(&[]), Some(selected_epoch));
-    let selected = SelectedReport {
-        epoch: selected_epoch,
-        model: report_of(&selected_params)?,
+    let mut hooks: Vec<Box<dyn Hook<Toy<'_>>>> = fawa.into_iter().chain(ema).map(average).collect();
+    hooks.push(Box::new(WatSelection {
+        selector: Selector::new(Selection::Wat, config.epochs)?,
+        chosen: None,
+    }));
+    hooks.push(Box::new(History));
+    let mut driver = Driver {
+        rule: config.rule.build(config.rule_context())?,
+        hooks,
+        epochs: config.epochs,
+        stop_after: None,
     };
-    let fawa_accepted = fawa.as_ref().map_or(0, |(a, _)| a.state.updates);
-    let averaged = |avg: Option<(Averager, Option<Vec<f64>>)>| match avg.and_then(|(_, p)| p) {
-        Some(p) => report_of(&p).map(Some),
-        None => Ok(None),
-    };
-    let fawa = averaged(fawa)?;
-    let ema = averaged(ema)?;
+    driver.run(&mut toy, Start::Fresh)?;
+    let selected = toy.selected.take().ok_or(ToyError::LengthMismatch {
+        what: "WAT-selected iterates",
+        expected: 1,
+        got: 0,
+    })?;
+    let (fawa, fawa_accepted) = toy.fawa.take().map_or((None, 0), |(r, n)| (Some(r), n));
     Ok(RunReport {
         config: config.clone(),
         label: format!("{}/{}", config.rule.name(), config.base.name()),
-        history,
-        final_model: report_of(model.params())?,
+        final_model: toy.report(toy.model.params())?,
+        history: toy.history,
         fawa,
         fawa_accepted,
-        ema,
+        ema: toy.ema,
         selected,
-    })
-}
-
-/// Test-set report of a flat parameter vector.
-fn model_report(config: &RunConfig, test: &Dataset, params: &[f64]) -> Result<ModelReport> {
-    let model = Linear::from_flat(config.data.n_classes, config.data.dim(), params.to_vec())?;
-    let eval = evaluate(&model, test, config.epsilon)?;
-    Ok(ModelReport {
-        clean: eval.clean.summary(),
-        robust: eval.robust.summary(),
-        params: params.to_vec(),
     })
 }

@@ -1,0 +1,90 @@
+//! What a training backend does for the [driver](super): train an epoch under a plan, measure
+//! what the rule and the hooks need, and write its checkpoint.
+
+use serde_json::Value;
+
+use super::state::DriverState;
+use crate::error::CoreError;
+use crate::plan::{ClassPlan, ClassStats, Needs};
+use crate::rule::ClassRule;
+
+/// The epoch the driver asks a backend to train.
+pub struct EpochStart<'a> {
+    /// 0-based.
+    pub epoch: usize,
+    /// The rule's plan for the epoch ([`ClassRule::plan`]).
+    pub plan: &'a ClassPlan,
+    /// The rule's state as the epoch began, before its plan was drawn: what a backend that
+    /// stops inside the epoch saves, so that a resume redraws the same plan.
+    pub rule_at_start: &'a Value,
+}
+
+/// Where a backend's model is trained and measured: the multi-class toy's linear model
+/// (`classwise-toy`) or a libtorch network (`classwise-trainer`). Each method is one step of
+/// the driver's epoch, in this order: [`train_epoch`](Backend::train_epoch) →
+/// [`measure`](Backend::measure) → (the rule observes) → [`record`](Backend::record) → (the
+/// hooks) → [`save`](Backend::save) → [`commit`](Backend::commit) →
+/// [`clean`](Backend::clean).
+pub trait Backend {
+    /// The backend's error; the driver's own errors (a rule's, a hook's) convert into it.
+    type Error: From<CoreError>;
+    /// What training an epoch reports (its loss, t_k, timings).
+    type Trained;
+    /// The epoch's record, which the hooks complete (the toy's history entry, the trainer's
+    /// `metrics.jsonl` line).
+    type Record;
+
+    /// Trains one epoch under `start.plan`; `None` when the epoch stopped before its end (a
+    /// signal): the backend has saved what a resume needs.
+    fn train_epoch(&mut self, start: &EpochStart<'_>)
+    -> Result<Option<Self::Trained>, Self::Error>;
+
+    /// Measures the initial model for a rule that decides its first epoch from it (FRL).
+    fn measure_initial(&mut self, needs: Needs) -> Result<ClassStats, Self::Error>;
+
+    /// Measures the trained model: t_k from `trained`, and on validation what `needs` asks for
+    /// (a backend may measure more, e.g. on its evaluation schedule).
+    fn measure(
+        &mut self,
+        epoch: usize,
+        trained: &Self::Trained,
+        needs: Needs,
+    ) -> Result<ClassStats, Self::Error>;
+
+    /// The epoch's record, once the rule observed `stats`; the hooks then add their parts.
+    fn record(
+        &mut self,
+        epoch: usize,
+        plan: ClassPlan,
+        trained: Self::Trained,
+        stats: &ClassStats,
+        rule: &dyn ClassRule,
+    ) -> Result<Self::Record, Self::Error>;
+
+    /// Writes the model's and the optimiser's files of the epoch's checkpoint (before the hooks
+    /// write theirs). Backends without checkpoints do nothing.
+    fn save(&mut self, _epoch: usize) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// Writes the run state naming the epoch's checkpoint, atomically: from here on a resume
+    /// starts after this epoch.
+    fn commit(&mut self, _state: &DriverState) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// Carries out a hook's clean-up, once the state naming a newer checkpoint is committed.
+    fn clean(&mut self, _action: Cleanup) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// A file a hook no longer needs, deleted by the backend once [`Backend::commit`] wrote a state
+/// that does not name it (as burn's `CheckpointingStrategy` returns actions instead of deleting).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cleanup {
+    /// The checkpoint of a 0-based epoch.
+    Checkpoint(usize),
+    /// A file (a dropped selection candidate).
+    File(std::path::PathBuf),
+}
