@@ -7,6 +7,7 @@
 //! look of [`style`]. [`render`] writes `<id>.svg`, `<id>.png` and `<id>*.csv`;
 //! [`write_index`] writes the gallery.
 
+pub mod atomic;
 pub mod bars;
 pub mod classes;
 pub mod compare;

@@ -1,12 +1,12 @@
 //! Rendering a [`Figure`] to SVG and PNG with its data files, and the gallery page.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
 
+pub use crate::atomic::write_atomic;
 use crate::error::{FigureError, Result};
 use crate::style::{self, DrawResult};
 use crate::table::Table;
@@ -46,28 +46,6 @@ pub struct Rendered {
     pub axis_labels: Vec<String>,
     /// File names, relative to the output directory: SVG, PNG, then the data files.
     pub files: Vec<String>,
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a
-/// reader never sees a half-written file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |action: &'static str| {
-        move |source| FigureError::Io {
-            action,
-            path: path.to_path_buf(),
-            source,
-        }
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map_or_else(|| "figure".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).map_err(io("creating"))?;
-    f.write_all(bytes).map_err(io("writing"))?;
-    f.sync_all().map_err(io("syncing"))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io("renaming into"))
 }
 
 fn draw_error(figure: &str, e: impl std::fmt::Display) -> FigureError {

@@ -128,7 +128,7 @@ impl Table {
     /// Writes `<dir>/<file_name(id)>` atomically.
     pub fn write(&self, dir: &Path, id: &str) -> Result<std::path::PathBuf> {
         let path = dir.join(self.file_name(id));
-        crate::render::write_atomic(&path, &self.to_csv()?)?;
+        crate::atomic::write_atomic(&path, &self.to_csv()?)?;
         Ok(path)
     }
 }

@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 pub use load::{AttackKey, Evaluated, RunInput, RunResults};
 pub use stats::{Comparison, Group, RunMetrics, Stats};
 
+use crate::atomic::write_atomic;
 use crate::error::Result;
-use crate::render::{Rendered, render, write_atomic};
+use crate::render::{Rendered, render};
 
 /// Writes `compare.md`, `compare.csv` and `compare.json` into `out`; returns their paths.
 pub fn write_tables(c: &Comparison, model: &str, out: &Path) -> Result<[PathBuf; 3]> {
