@@ -9,6 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::HPos;
 
+use crate::caption;
 use crate::legend;
 use crate::style::{self, DrawResult};
 
@@ -32,6 +33,17 @@ pub struct BarSeries {
     pub outlined: Option<usize>,
 }
 
+impl BarSeries {
+    /// (value, error bar half-width) of each bar, 0 where it has no error bar: what the bar and
+    /// its error bar span, for [`accuracy_range`].
+    pub fn bars(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.values.iter().enumerate().map(|(g, &v)| {
+            let e = self.errors.as_ref().and_then(|e| e.get(g)).copied();
+            (v, e.unwrap_or(0.0))
+        })
+    }
+}
+
 /// The layout of a grouped bar chart.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BarLayout<'a> {
@@ -52,12 +64,13 @@ pub fn draw_grouped<DB: DrawingBackend>(
 ) -> DrawResult<(), DB> {
     let groups = layout.labels.len();
     let (y0, y1) = (layout.y.start, layout.y.end);
-    let mut chart = ChartBuilder::on(plot)
+    let below = caption::draw(plot, &layout.caption, 40)?;
+    let mut chart = ChartBuilder::on(&below)
         .margin(18)
+        .margin_top(4)
         .margin_right(34)
         .x_label_area_size(112)
         .y_label_area_size(95)
-        .caption(layout.caption.clone(), style::caption_font())
         .build_cartesian_2d(-0.5..groups as f64 - 0.5, y0..y1)?;
     let [x_desc, y_desc] = layout.axes;
     style::mesh_style(&mut chart, x_desc, y_desc)
@@ -115,14 +128,56 @@ pub fn draw_grouped<DB: DrawingBackend>(
     Ok(())
 }
 
-/// A y range for accuracies `values`: from a little below the smallest (rounded down to a
-/// tenth, at least 0) to a little above the largest (rounded up to a twentieth, at most 1).
-/// Returns the range and whether it is truncated (starts above 0).
-pub fn accuracy_range(values: impl IntoIterator<Item = f64>) -> (Range<f64>, bool) {
-    let (lo, hi) = values
-        .into_iter()
-        .fold((1.0f64, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
-    let y0 = ((lo - 0.08) * 10.0).floor().max(0.0) / 10.0;
-    let y1 = ((hi + 0.04) * 20.0).ceil().min(20.0) / 20.0;
+/// The y axis of bars of accuracies (values in [0, 1]) given as (value, error bar half-width)
+/// pairs; a bar without an error bar has half-width 0, and non-finite pairs are left out.
+/// Returns the range and whether it is truncated (starts above 0, which the caption must say).
+///
+/// Bars start at 0 (their length is the value), unless every bar is close to the others: when
+/// the band from the lowest bar's lower end `lo` (value − error) to the highest one's upper end
+/// `hi` is at most a quarter of `lo` high (e.g. every value in 0.9..0.95), the axis may start at
+/// `lo − 0.08` rounded down to a tenth, so that the differences show. It never cuts a bar: the
+/// start is at least 0.08 below every value, and the end, `hi + 0.04` rounded up to a twentieth
+/// (at most 1, unless a value is larger), above every value. No finite value gives `0..1`.
+pub fn accuracy_range(bars: impl IntoIterator<Item = (f64, f64)>) -> (Range<f64>, bool) {
+    let (mut lo, mut hi, mut top) = (f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY);
+    for (v, e) in bars {
+        if v.is_finite() && e.is_finite() {
+            lo = lo.min(v - e.abs());
+            hi = hi.max(v + e.abs());
+            top = top.max(v);
+        }
+    }
+    if !lo.is_finite() {
+        return (0.0..1.0, false);
+    }
+    let close = hi - lo <= lo / 4.0;
+    let y0 = if close {
+        ((lo - 0.08) * 10.0).floor().max(0.0) / 10.0
+    } else {
+        0.0
+    };
+    let y1 = (((hi + 0.04) * 20.0).ceil() / 20.0).min(1.0).max(top);
     (y0..y1.max(y0 + 0.05), y0 > 0.0)
+}
+
+/// What a caption adds for an [`accuracy_range`]: `; the y axis starts at <start>` when it is
+/// truncated, nothing otherwise.
+pub fn truncation_note((y, truncated): &(Range<f64>, bool)) -> String {
+    if *truncated {
+        format!("; the y axis starts at {}", y.start)
+    } else {
+        String::new()
+    }
+}
+
+/// A y axis from 0 for values that start there (errors, accuracies over the epochs): up to the
+/// largest finite value plus `pad`, rounded up to a tenth, at most 1 unless a value is larger;
+/// `0..0.1` when no value is above 0.
+pub fn from_zero(values: impl IntoIterator<Item = f64>, pad: f64) -> Range<f64> {
+    let top = values
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let end = (((top + pad) * 10.0).ceil() / 10.0).min(1.0).max(top);
+    0.0..if end > 0.0 { end } else { 0.1 }
 }

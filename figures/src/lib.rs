@@ -9,6 +9,7 @@
 
 pub mod atomic;
 pub mod bars;
+pub mod caption;
 pub mod classes;
 pub mod compare;
 pub mod error;

@@ -18,7 +18,7 @@ use classwise_figures::compare::param::ParamSweep;
 use classwise_figures::compare::{
     Comparison, RunInput, RunResults, render_all, tables, write_tables,
 };
-use common::{csv, num, row};
+use common::{assert_on_axis, csv, num, row};
 
 const CLASSES: [&str; 4] = ["a", "b", "c", "d"];
 const PGD: &str = "pgd-10 ce step 0.025 uniform start";
@@ -354,6 +354,115 @@ fn figures_draw_the_compared_numbers() {
     assert!((mean - 0.3625).abs() < 1e-12, "{line}");
 }
 
+/// One run per group (as the demo compares): `aa` are each run's AutoAttack accuracies.
+fn single_runs(root: &Path, aa: &[[f64; 4]]) -> Vec<RunResults> {
+    let inputs = aa
+        .iter()
+        .enumerate()
+        .map(|(i, aa)| {
+            let dir = root.join(format!("method-{i}"));
+            let seed = Seed {
+                clean: [1.0; 4],
+                robust: *aa,
+                aa: *aa,
+                confusion: [10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 10, 0, 0, 0, 0, 10],
+            };
+            write_run(&dir, &seed, &[(aa[3], None)]);
+            RunInput {
+                dir,
+                group: format!("method-{i}"),
+                seed: None,
+            }
+        })
+        .collect();
+    read(inputs)
+}
+
+/// The class bars of runs without error bars (one run per method) start at 0 when the classes
+/// are spread, and zoom (saying so) when they are close; issue 37, item 6: the demo's axis was
+/// 0.9..0.95, hiding nine classes of ten.
+#[test]
+fn class_bars_of_single_runs_show_every_bar() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Per class, then the worst class and the average: 0.1 to 0.7.
+    let results = single_runs(tmp.path(), &[[0.7, 0.5, 0.3, 0.1], [0.6, 0.4, 0.2, 0.1]]);
+    let c = Comparison::new(&results, None).unwrap();
+    let bars = ClassBars::new(&c, "last", c.primary_key("last").unwrap()).unwrap();
+    // 0.7 − 0.1 > 0.1 / 4: from 0, to ⌈(0.7 + 0.04)·20⌉/20 = ⌈14.8⌉/20 = 0.75.
+    let (y, truncated) = bars.y_range();
+    assert!(
+        !truncated && y.start == 0.0 && (y.end - 0.75).abs() < 1e-12,
+        "{y:?}"
+    );
+    let (_, rows) = csv(&bars.tables()[0]);
+    let means: Vec<f64> = rows.iter().map(|r| num(&r[3])).collect();
+    assert_eq!(means.len(), 2 * 6);
+    assert_on_axis(&y, &means, "spread class bars");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let results = single_runs(
+        tmp.path(),
+        &[[0.95, 0.93, 0.92, 0.91], [0.94, 0.93, 0.92, 0.90]],
+    );
+    let c = Comparison::new(&results, None).unwrap();
+    let bars = ClassBars::new(&c, "last", c.primary_key("last").unwrap()).unwrap();
+    // 0.95 − 0.90 ≤ 0.90 / 4: from ⌊(0.90 − 0.08)·10⌋/10 = 0.8 to ⌈0.99·20⌉/20 = 1.
+    let (y, truncated) = bars.y_range();
+    assert!(
+        truncated && (y.start - 0.8).abs() < 1e-12 && y.end == 1.0,
+        "{y:?}"
+    );
+    let (_, rows) = csv(&bars.tables()[0]);
+    let means: Vec<f64> = rows.iter().map(|r| num(&r[3])).collect();
+    assert_on_axis(&y, &means, "close class bars");
+    let svg = classwise_figures::render::svg(&bars).unwrap();
+    assert!(
+        svg.contains("the y axis starts at 0.8"),
+        "the zoom is stated"
+    );
+}
+
+/// Every figure with a value axis draws every value of its CSV inside that axis: the class bars
+/// with their error bars (mean ± std), the robust errors, the radar's spokes and the worst
+/// class over the epochs (the diagnostics' bars: in
+/// `attack_steps_target_shares_and_cvc_are_the_reported_ones`).
+#[test]
+fn every_value_of_the_figures_lies_on_their_axes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = read(runs(tmp.path()));
+    let c = Comparison::new(&results, None).unwrap();
+    let aa = c.primary_key("last").unwrap();
+
+    let bars = ClassBars::new(&c, "last", aa).unwrap();
+    let (_, rows) = csv(&bars.tables()[0]);
+    let ends: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| [num(&r[3]) - num(&r[4]), num(&r[3]), num(&r[3]) + num(&r[4])])
+        .collect();
+    assert_on_axis(&bars.y_range().0, &ends, "class bars and error bars");
+
+    let errors = ErrorBars::new(&c, "last", aa).unwrap();
+    let (_, rows) = csv(&errors.tables()[0]);
+    let robust: Vec<f64> = rows.iter().map(|r| num(&r[5])).collect();
+    // The largest robust error is base's class 3: 1 − 0.1 = 0.9; ⌈(0.9 + 0.05)·10⌉/10 = 1.
+    assert_eq!(errors.y_range(), 0.0..1.0);
+    assert_on_axis(&errors.y_range(), &robust, "robust errors");
+
+    let radar = Radar::new(&c, "last", aa).unwrap();
+    let (_, rows) = csv(&radar.tables()[0]);
+    let spokes: Vec<f64> = rows.iter().map(|r| num(&r[3])).collect();
+    // The largest class mean is base's class 0: (0.7 + 0.5) / 2 = 0.6, the outer ring 0.6.
+    assert!((radar.outer() - 0.6).abs() < 1e-12, "{}", radar.outer());
+    assert_on_axis(&(0.0..radar.outer()), &spokes, "radar");
+
+    let epochs = WorstOverEpochs::new(&c, &results).unwrap();
+    let (_, rows) = csv(&epochs.tables()[0]);
+    let worst: Vec<f64> = rows.iter().map(|r| num(&r[4])).collect();
+    // The largest worst class is fair's 0.4 at epoch 2: ⌈(0.4 + 0.05)·10⌉/10 = 0.5.
+    assert_eq!(epochs.y_range(), 0.0..0.5);
+    assert_on_axis(&epochs.y_range(), &worst, "worst class over the epochs");
+}
+
 #[test]
 fn bad_inputs_name_the_file_and_what_was_expected() {
     let tmp = tempfile::tempdir().unwrap();
@@ -585,6 +694,18 @@ fn attack_steps_target_shares_and_cvc_are_the_reported_ones() {
     // fair: one run, no std; [1, 1, 0, 0] of 2.
     close(num(&rows[4][5]), 0.5);
     close(num(&rows[4][6]), 0.0);
+    // Every bar with its error bar lies on its panel's axis.
+    for (panel, column) in [(0, 3), (1, 5)] {
+        let ends: Vec<f64> = rows
+            .iter()
+            .flat_map(|r| [num(&r[column]), num(&r[column]) + num(&r[column + 1])])
+            .collect();
+        assert_on_axis(
+            &steps.y_range(panel),
+            &ends,
+            ATTACK_STEPS.panels[panel].column,
+        );
+    }
 
     let cvc = ClassDiagnostic::new(&c, "last", c.primary_key("last"), &CVC).unwrap();
     let (header, rows) = csv(&cvc.tables()[0]);

@@ -6,6 +6,8 @@
 //! * [`CVC`]: the class-wise variance of confidence (Tian et al. Def. 5.1, Fig. 3a), which every
 //!   PGD evaluation report carries.
 
+use std::ops::Range;
+
 use classwise_core::aggregate::MeanStd;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -143,6 +145,47 @@ impl ClassDiagnostic {
         })
     }
 
+    /// The bars of `p`, one series per method; one run has no standard deviation to draw.
+    fn series(&self, p: &Panel) -> Vec<BarSeries> {
+        self.selection
+            .methods
+            .iter()
+            .enumerate()
+            .map(|(j, m)| {
+                let (values, errors) = self.values(m, p);
+                BarSeries {
+                    color: style::color(j),
+                    outlined: None,
+                    values,
+                    errors: (m.stats.runs.len() > 1).then_some(errors),
+                    lower: None,
+                }
+            })
+            .collect()
+    }
+
+    /// The y axis of panel `panel`: from 0 to the panel's fixed top (e.g. the attack's step
+    /// count) or, without one, a tenth above the highest error bar; never below any bar's top.
+    pub fn y_range(&self, panel: usize) -> Range<f64> {
+        let p = &self.what.panels[panel];
+        let data_top = self
+            .series(p)
+            .iter()
+            .flat_map(BarSeries::bars)
+            .map(|(v, e)| v + e)
+            .fold(0.0, f64::max);
+        let top = match p.top {
+            Some(top) => self
+                .selection
+                .methods
+                .iter()
+                .map(|m| top(&m.stats))
+                .fold(data_top, f64::max),
+            None => data_top * 1.1,
+        };
+        0.0..top.max(1e-9)
+    }
+
     fn values(&self, m: &Method, p: &Panel) -> (Vec<f64>, Vec<f64>) {
         let v = (p.pick)(&m.stats).expect("checked in new");
         (
@@ -212,67 +255,27 @@ impl Figure for ClassDiagnostic {
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let (plot, strip) = legend::split(area, 1);
         let rows = plot.split_evenly((self.what.panels.len(), 1));
-        let labels: Vec<(String, String)> = self
-            .selection
-            .class_names
-            .iter()
-            .enumerate()
-            .map(|(c, n)| (c.to_string(), n.clone()))
-            .collect();
         for (i, (p, row)) in self.what.panels.iter().zip(&rows).enumerate() {
-            let series: Vec<BarSeries> = self
-                .selection
-                .methods
-                .iter()
-                .enumerate()
-                .map(|(j, m)| {
-                    let (values, errors) = self.values(m, p);
-                    BarSeries {
-                        color: style::color(j),
-                        outlined: None,
-                        values,
-                        errors: (m.stats.runs.len() > 1).then_some(errors),
-                        lower: None,
-                    }
-                })
-                .collect();
-            let data_top = series
-                .iter()
-                .flat_map(|s| {
-                    s.values
-                        .iter()
-                        .zip(s.errors.iter().flatten().chain(std::iter::repeat(&0.0)))
-                        .map(|(v, e)| v + e)
-                })
-                .fold(0.0, f64::max);
-            let top = match p.top {
-                Some(top) => self
-                    .selection
-                    .methods
-                    .iter()
-                    .map(|m| top(&m.stats))
-                    .fold(data_top, f64::max),
-                None => data_top * 1.1,
+            let text = if i == 0 {
+                (self.what.caption)(&self.selection.key)
+            } else {
+                p.y.to_owned()
             };
-            let caption = format!(
-                "({}) {}",
-                (b'a' + i as u8) as char,
-                if i == 0 {
-                    (self.what.caption)(&self.selection.key)
-                } else {
-                    p.y.to_owned()
-                }
-            );
+            // Panels are lettered when there are several.
+            let caption = match self.what.panels.len() {
+                1 => text,
+                _ => format!("({}) {text}", (b'a' + i as u8) as char),
+            };
             bars::draw_grouped(
                 row,
                 &BarLayout {
                     caption,
                     axes: ["class", p.y],
-                    labels: labels.clone(),
+                    labels: self.selection.class_labels(),
                     separator_after: None,
-                    y: 0.0..top.max(1e-9),
+                    y: self.y_range(i),
                 },
-                &series,
+                &self.series(p),
             )?;
         }
         legend::draw_rows(&strip, &[method_entries(&self.selection.methods)])

@@ -10,6 +10,8 @@
 //!   training attack per class (BAT Fig. 2b);
 //! * [`TrainConfusion`]: the confusion matrix of the training inputs at two epochs (BAT Fig. 3).
 
+use std::ops::Range;
+
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -18,6 +20,7 @@ use classwise_core::record::EpochRecord;
 use super::figures::{MatrixCells, draw_matrix, push_matrices};
 use super::load::RunResults;
 use super::stats::Comparison;
+use crate::bars;
 use crate::classes::ClassLines;
 use crate::error::{Result, invalid};
 use crate::legend::{self, Entry};
@@ -74,6 +77,16 @@ pub struct EpochSeries {
 }
 
 impl WorstOverEpochs {
+    /// The y axis drawn: from 0 to above every worst-class accuracy ([`bars::from_zero`]).
+    pub fn y_range(&self) -> Range<f64> {
+        bars::from_zero(
+            self.methods
+                .iter()
+                .flat_map(|(_, _, series)| series.iter().flat_map(|s| s.worst.iter().copied())),
+            0.05,
+        )
+    }
+
     /// From the first run of each group that has `metrics.jsonl`; fails when none has.
     pub fn new(c: &Comparison, runs: &[RunResults]) -> Result<Self> {
         let mut methods = Vec::new();
@@ -171,9 +184,6 @@ impl Figure for WorstOverEpochs {
         let last = all()
             .flat_map(|s| s.epochs.iter().copied())
             .fold(1.0, f64::max);
-        let top = all()
-            .flat_map(|s| s.worst.iter().copied())
-            .fold(0.0, f64::max);
         let mut chart = ChartBuilder::on(&plot)
             .margin(18)
             .margin_right(34)
@@ -183,7 +193,7 @@ impl Figure for WorstOverEpochs {
                 "the first run of each method; evaluated on the run's per-epoch test subset",
                 style::caption_font(),
             )
-            .build_cartesian_2d(0.0..last + 1.0, 0.0..((top + 0.05) * 10.0).ceil() / 10.0)?;
+            .build_cartesian_2d(0.0..last + 1.0, self.y_range())?;
         let [x_desc, y_desc] = EPOCH_AXES;
         style::mesh_style(&mut chart, x_desc, y_desc)
             .x_labels((last as usize + 2).min(22))

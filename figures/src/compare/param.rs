@@ -151,11 +151,7 @@ impl ParamSweep {
         Ok(ParamSweep {
             model: model.to_owned(),
             key: key.clone(),
-            class_names: c
-                .groups
-                .first()
-                .map(|g| g.class_names.clone())
-                .unwrap_or_default(),
+            class_names: c.class_names(),
             series,
             baseline,
         })

@@ -357,6 +357,15 @@ impl Comparison {
         })
     }
 
+    /// The class names of the runs compared ([`Comparison::new`] checks that every run has the
+    /// same); none without a group.
+    pub fn class_names(&self) -> Vec<String> {
+        self.groups
+            .first()
+            .map(|g| g.class_names.clone())
+            .unwrap_or_default()
+    }
+
     /// The evaluation the figures show: among those every group has for `model`, AutoAttack if
     /// there is one, else the one with the lowest robust accuracy averaged over the groups (the
     /// strongest attack).

@@ -158,9 +158,9 @@ impl Figure for MulticlassBars {
         let values = self
             .methods
             .iter()
-            .flat_map(|m| (0..groups).map(|g| self.value(m, g)));
-        // A truncated axis (stated in the caption): the class-wise differences are a few points.
-        let (y, _) = bars::accuracy_range(values);
+            .flat_map(|m| (0..groups).map(|g| (self.value(m, g), 0.0)));
+        // Truncated (and stated in the caption) only when every bar is close to the others.
+        let axis = bars::accuracy_range(values);
         let labels = (0..groups)
             .map(|g| match g.checked_sub(self.k()) {
                 None => (
@@ -200,13 +200,14 @@ impl Figure for MulticlassBars {
             &plot,
             &BarLayout {
                 caption: format!(
-                    "last iterate of each run; {} test points per class; the y axis starts at {}",
-                    self.data.n_test, y.start
+                    "last iterate of each run; {} test points per class{}",
+                    self.data.n_test,
+                    bars::truncation_note(&axis)
                 ),
                 axes: AXES,
                 labels,
                 separator_after: Some(self.k()),
-                y,
+                y: axis.0,
             },
             &series,
         )?;
