@@ -1,5 +1,5 @@
 //! Writing a file so that a reader never sees it half-written. Both the figures
-//! ([`crate::render`]) and their data tables ([`crate::table`]) write through it.
+//! ([`mod@crate::render`]) and their data tables ([`crate::table`]) write through it.
 
 use std::io::Write as _;
 use std::path::Path;
