@@ -435,6 +435,13 @@ pub struct PerClassRun {
     pub values: Vec<Option<Vec<Vec<f64>>>>,
 }
 
+/// Whether every class has the same value at every epoch (their lines coincide).
+fn same_for_every_class(values: &[Vec<f64>]) -> bool {
+    values
+        .iter()
+        .all(|v| v.iter().all(|x| Some(x) == v.first()))
+}
+
 /// Whether a per-class quantity differs between classes or epochs.
 fn varies(values: &[Vec<f64>]) -> bool {
     let first = values.first().and_then(|v| v.first()).copied();
@@ -578,7 +585,17 @@ impl Figure for PerClassOverEpochs {
                     continue;
                 };
                 let y = style::padded(values.iter().flatten().copied(), 0.08);
-                let caption = format!("{} (rule {})", m.method, m.rule);
+                // Equal classes draw one line over the others: say so.
+                let caption = format!(
+                    "{} (rule {}){}",
+                    m.method,
+                    m.rule,
+                    if same_for_every_class(values) {
+                        ": every class the same"
+                    } else {
+                        ""
+                    }
+                );
                 let mut chart = style::chart(
                     &panels[r * self.parts.len() + col],
                     &caption,
@@ -734,5 +751,17 @@ impl Figure for TrainConfusion {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_for_every_class;
+
+    #[test]
+    fn classes_are_the_same_only_when_equal_at_every_epoch() {
+        assert!(same_for_every_class(&[vec![1.0, 1.0], vec![0.5, 0.5]]));
+        assert!(!same_for_every_class(&[vec![1.0, 1.0], vec![0.5, 0.6]]));
+        assert!(same_for_every_class(&[]));
     }
 }
