@@ -11,6 +11,7 @@ use classwise_trainer::data::{self, Part};
 use classwise_trainer::eval::autoattack::{
     AutoAttackReport, AutoAttackSpec, Cascade, Step, Version,
 };
+use classwise_trainer::eval::job;
 use classwise_trainer::model::MemoryFormat;
 use classwise_trainer::run::{self, RunDir};
 use serde::Deserialize;
@@ -128,13 +129,12 @@ struct Robust {
 
 pub fn run(b: &AaBench<'_>) -> anyhow::Result<()> {
     let dir = RunDir(b.run.to_path_buf());
-    let config = crate::trainer_cli::read_run_config(&dir)?;
+    let config = job::read_run_config(&dir)?;
     let device = config.device.device()?;
-    let mut model =
-        crate::trainer_cli::load_eval_model(&dir, b.checkpoint, device, b.memory_format)?;
+    let mut model = job::load_eval_model(&dir, b.checkpoint, device, b.memory_format)?;
     model.set_window_forward(!b.no_window);
     let test_full = data::load(&config.data.source, Part::Test, b.data_dir)?;
-    let (test, indices) = crate::trainer_cli::head_subset(&test_full, Some(b.test_per_class))?;
+    let (test, indices) = job::head_subset(&test_full, Some(b.test_per_class))?;
     let spec = AutoAttackSpec {
         version: Version::Standard,
         attacks: None,
@@ -176,7 +176,7 @@ pub fn run(b: &AaBench<'_>) -> anyhow::Result<()> {
         None => None,
         Some(python) => {
             let adv = b.out.join("adv.safetensors");
-            crate::trainer_cli::save_adversarial(&adv, &test, &indices, &out, eps, &spec, &model)?;
+            job::save_adversarial(&adv, &test, &indices, &out, eps, &spec, &model)?;
             let weights = b.out.join("model.safetensors");
             model.save(&weights)?;
             Some(torchattacks(

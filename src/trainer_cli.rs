@@ -5,13 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use classwise_trainer::attack::{EarlyStoppedPgd, Pgd, StepSize};
-use classwise_trainer::data::{self, Part};
-use classwise_trainer::eval::autoattack::{AaAttack, AutoAttackSpec, Cascade, Version};
 use classwise_trainer::eval::{RobustCounting, markdown};
-use classwise_trainer::io::write_json;
+use classwise_trainer::eval::autoattack::{AaAttack, Version};
+use classwise_trainer::eval::job::{self, AttackChoice, AutoAttackJob, EvalJob, EvalRequest};
 use classwise_trainer::model::MemoryFormat;
-use classwise_trainer::run::{self, RunConfig, RunDir, TrainOptions};
+use classwise_trainer::run::{self, RunConfig, TrainOptions};
 
 #[derive(Args)]
 pub struct TrainArgs {
@@ -280,342 +278,57 @@ fn train_run(
 }
 
 pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let dir = &RunDir(a.run.clone());
-    let mut config = read_run_config(dir)?;
-    if let Some(e) = &a.eps {
-        config.eval.eps = run::Eps::parse(e)?;
+    let out = job::run(&eval_request(a)?)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out.json)?);
+    } else {
+        println!("{}", out.markdown);
     }
-    if let Some(c) = a.robust_counting {
-        config.eval.robust_counting = c;
+    for other in &out.other_files {
+        eprintln!("wrote {}", other.display());
     }
-    if matches!(a.attack, Some(AttackKind::Autoattack)) {
-        return autoattack(a, dir, &config);
-    }
-    if a.protocol {
-        return protocol(a, dir, &config);
-    }
-    let eps = config.eval.eps.value;
-    let steps = usize::try_from(a.steps)?;
-    let step = a.step.unwrap_or(eps / 4.0);
-    config.eval.attack = match a.attack {
-        None => config.eval.attack,
-        Some(AttackKind::Pgd) => Pgd::ce(steps, step),
-        Some(AttackKind::Fgsm) => Pgd::fgsm(),
-        Some(AttackKind::FgsmRs) => match a.step {
-            None => Pgd::fgsm_random_start(1.0),
-            Some(s) => Pgd {
-                step: StepSize::Absolute(s),
-                ..Pgd::fgsm_random_start(1.0)
-            },
+    let (json, md) = (out.json_path.display(), out.markdown_path.display());
+    eprintln!("wrote {json} and {md}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The library's request for `classwise eval`'s arguments.
+fn eval_request(a: &EvalArgs) -> anyhow::Result<EvalRequest> {
+    let (steps, step) = (usize::try_from(a.steps)?, a.step);
+    let job = match (a.protocol, a.attack) {
+        (true, _) => EvalJob::Protocol {
+            autoattack_batch_size: usize::try_from(a.batch_size)?,
         },
-        Some(AttackKind::Cw) => Pgd::cw(steps, step),
-        Some(AttackKind::Temperature) => Pgd::temperature(steps, step, a.inv_t),
-        Some(AttackKind::Autoattack) => unreachable!("handled by `autoattack` above"),
-        Some(AttackKind::FlipSteps) => config.eval.attack,
+        (false, Some(AttackKind::Autoattack)) => EvalJob::AutoAttack(AutoAttackJob {
+            version: a.version,
+            attacks: a.attacks.clone(),
+            batch_size: usize::try_from(a.batch_size)?,
+            save_adv: a.save_adv,
+        }),
+        (false, kind) => EvalJob::Attack(match kind {
+            None | Some(AttackKind::Autoattack) => AttackChoice::Configured,
+            Some(AttackKind::Pgd) => AttackChoice::Pgd { steps, step },
+            Some(AttackKind::Fgsm) => AttackChoice::Fgsm,
+            Some(AttackKind::FgsmRs) => AttackChoice::FgsmRs { step },
+            Some(AttackKind::Cw) => AttackChoice::Cw { steps, step },
+            Some(AttackKind::Temperature) => AttackChoice::Temperature {
+                steps,
+                step,
+                inv_t: a.inv_t,
+            },
+            Some(AttackKind::FlipSteps) => AttackChoice::FlipSteps { steps, step },
+        }),
     };
-    config.eval.attack.validate().map_err(|e| {
-        anyhow::anyhow!("{}", e.in_section("eval")).context("--attack, --steps, --step or --inv-t")
-    })?;
-    let device = config.device.device()?;
-    let format = a.memory_format.unwrap_or(config.memory_format);
-    let model = load_eval_model(dir, &a.checkpoint, device, format)?;
-    let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
-    let (test, _) = test_subset(a, &config, &test_full)?;
-    let flip = match a.attack {
-        Some(AttackKind::FlipSteps) => {
-            let flip = EarlyStoppedPgd::steps_to_flip(steps, step);
-            flip.validate()
-                .map_err(|e| anyhow::anyhow!("{e}").context("--steps or --step"))?;
-            Some(flip)
-        }
-        _ => None,
-    };
-    let report = classwise_trainer::seed::seeded(run::report_seed(&config), || match &flip {
-        Some(f) => run::evaluate_with(&model, &test, &config, f, device),
-        None => run::evaluate_on(&model, &test, &config, device),
-    })?;
-    let stem = eval_file_stem(a, &report.attack, &config.eval);
-    let (json, md) = free_paths(&dir.0, &stem);
-    write_json(&json, "evaluation", &report)?;
-    classwise_trainer::io::write_atomic(&md, markdown(&report).as_bytes())?;
-    report.write_predictions(&json)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        println!("{}", markdown(&report));
-    }
-    eprintln!("wrote {} and {}", json.display(), md.display());
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `text` as one file-name component: ASCII letters, digits, `.`, `-` and `=` are kept, any
-/// other run of characters becomes one `_`.
-fn slug(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '=') {
-            out.push(c);
-        } else if !out.ends_with('_') {
-            out.push('_');
-        }
-    }
-    out.trim_matches('_').to_string()
-}
-
-/// The name of an evaluation's files, from everything that determines it: the checkpoint, the
-/// attack with its settings, ε, the robust counting and the test subset when --test-per-class
-/// chose it, e.g.
-/// `eval-last-pgd-20_ce_step_0.025_uniform_start-eps_0.1-clean-and-adversarial`.
-fn eval_file_stem(
-    a: &EvalArgs,
-    attack: &str,
-    eval: &classwise_trainer::run::config::EvalConfig,
-) -> String {
-    let (checkpoint, subset) = stem_parts(a);
-    format!(
-        "eval-{checkpoint}-{}-eps_{}-{}{subset}",
-        slug(attack),
-        slug(&eval.eps.text),
-        eval.robust_counting.name()
-    )
-}
-
-/// The checkpoint and test-subset parts of an evaluation's file name: `last` (or `file-<path>`)
-/// and `-<N>_per_class` when --test-per-class chose the images.
-fn stem_parts(a: &EvalArgs) -> (String, String) {
-    let checkpoint = match a.checkpoint.as_str() {
-        "best" | "last" | "ema" | "fawa" | "best-ema" | "best-fawa" => a.checkpoint.clone(),
-        path => format!("file-{}", slug(path)),
-    };
-    let subset = a
-        .test_per_class
-        .map(|n| format!("-{n}_per_class"))
-        .unwrap_or_default();
-    (checkpoint, subset)
-}
-
-/// The model of `checkpoint` in `dir`, its kernels laid out in `format`, for evaluation.
-pub(crate) fn load_eval_model(
-    dir: &RunDir,
-    checkpoint: &str,
-    device: tch::Device,
-    format: MemoryFormat,
-) -> anyhow::Result<classwise_trainer::model::Model> {
-    let mut model = dir.load_model(checkpoint, device)?;
-    model
-        .set_memory_format(format)
-        .with_context(|| format!("laying the kernels out {}", format.name()))?;
-    Ok(model)
-}
-
-/// The test images evaluated: the first --test-per-class of each class in file order, or the
-/// run's test subset.
-fn test_subset(
-    a: &EvalArgs,
-    config: &RunConfig,
-    test_full: &data::Dataset,
-) -> anyhow::Result<(data::Dataset, Vec<i64>)> {
-    let n = match a.test_per_class {
-        Some(n) => Some(usize::try_from(n)?),
-        None => config.data.test_per_class,
-    };
-    head_subset(test_full, n)
-}
-
-/// The first `n` test images of each class in file order (all of them when `n` is `None`) and
-/// their indices in `test_full`.
-pub(crate) fn head_subset(
-    test_full: &data::Dataset,
-    n: Option<usize>,
-) -> anyhow::Result<(data::Dataset, Vec<i64>)> {
-    let indices = run::head_per_class_indices(test_full, n);
-    Ok((test_full.subset(&indices)?, indices))
-}
-
-/// The configuration a run directory was trained with (`<run>/config.toml`).
-pub(crate) fn read_run_config(dir: &RunDir) -> anyhow::Result<RunConfig> {
-    let text = std::fs::read_to_string(dir.config())
-        .with_context(|| format!("reading {}", dir.config().display()))?;
-    RunConfig::from_toml(&text).with_context(|| format!("{}", dir.config().display()))
-}
-
-/// `classwise eval --attack autoattack`: the cascade on the test subset, resumable from
-/// `<run>/<report stem>.partial/`.
-fn autoattack(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<ExitCode> {
-    // `eval` has applied --eps and --robust-counting to the config.
-    let mut eval = config.eval.clone();
-    anyhow::ensure!(
-        a.robust_counting != Some(RobustCounting::AdversarialOnly),
-        "--robust-counting adversarial-only: AutoAttack counts a point misclassified clean as \
-         not robust and never attacks it (use clean-and-adversarial)"
-    );
-    eval.robust_counting = RobustCounting::CleanAndAdversarial;
-    let spec = AutoAttackSpec {
-        version: a.version,
-        attacks: a.attacks.clone(),
-    };
-    spec.validate().context("--attacks")?;
-    let device = config.device.device()?;
-    let format = a.memory_format.unwrap_or(MemoryFormat::ChannelsLast);
-    let model = load_eval_model(dir, &a.checkpoint, device, format)?;
-    let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
-    let (test, indices) = test_subset(a, config, &test_full)?;
-    let stem = eval_file_stem(a, &spec.describe(), &eval);
-    let partial = dir.0.join(format!("{stem}.partial"));
-    let cascade = Cascade {
-        label: spec.label().to_string(),
-        steps: spec.steps(),
-        eps: eval.eps.value,
-        batch_size: usize::try_from(a.batch_size)?,
-        seed: run::report_seed(config) as u64,
-        randomized: spec.randomized(),
-        state_dir: Some(&partial),
-        model_id: model.fingerprint()?,
-        notes: spec.class_warnings(test.num_classes()),
-        verbose: true,
-    };
-    eprintln!(
-        "{} at eps = {} on {} test images ({}); state in {}",
-        spec.describe(),
-        eval.eps.text,
-        test.len(),
-        test.origin().description,
-        partial.display()
-    );
-    let out = cascade.run(&model, &test, device)?;
-    let (json, md) = free_paths(&dir.0, &stem);
-    write_json(&json, "autoattack report", &out.report)?;
-    let text = classwise_trainer::eval::autoattack::markdown(&out.report);
-    classwise_trainer::io::write_atomic(&md, text.as_bytes())?;
-    out.report.evaluation.write_predictions(&json)?;
-    if a.save_adv {
-        let path = json.with_file_name(format!(
-            "{}-adv.safetensors",
-            json.file_stem().unwrap_or_default().to_string_lossy()
-        ));
-        save_adversarial(&path, &test, &indices, &out, &eval.eps, &spec, &model)?;
-        eprintln!("wrote {}", path.display());
-    }
-    std::fs::remove_dir_all(&partial)
-        .with_context(|| format!("removing the finished state {}", partial.display()))?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&out.report)?);
-    } else {
-        println!("{text}");
-    }
-    eprintln!("wrote {} and {}", json.display(), md.display());
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `classwise eval --protocol`: the configuration's `[[eval.protocol]]` into one report;
-/// AutoAttack entries resume from `<run>/<report stem>.partial/entry-<i>/`.
-fn protocol(a: &EvalArgs, dir: &RunDir, config: &RunConfig) -> anyhow::Result<ExitCode> {
-    use classwise_trainer::eval::protocol::{self, ProtocolOptions};
-    anyhow::ensure!(
-        !config.eval.protocol.is_empty(),
-        "{}: no [[eval.protocol]] entries (list the paper's final evaluation there, e.g. \
-         attack = \"autoattack\"; see the presets in configs/)",
-        dir.config().display()
-    );
-    anyhow::ensure!(
-        a.robust_counting != Some(RobustCounting::AdversarialOnly),
-        "--robust-counting adversarial-only: the protocol counts robust points as AutoAttack does"
-    );
-    let eps = config.eval.eps.clone(); // with --eps applied by `eval`
-    let device = config.device.device()?;
-    let format = a.memory_format.unwrap_or(config.memory_format);
-    let model = load_eval_model(dir, &a.checkpoint, device, format)?;
-    let test_full = data::load(&config.data.source, Part::Test, a.data_dir.as_deref())?;
-    let (test, _) = test_subset(a, config, &test_full)?;
-    let (checkpoint, subset) = stem_parts(a);
-    let stem = format!("eval-{checkpoint}-protocol-eps_{}{subset}", slug(&eps.text));
-    let partial = dir.0.join(format!("{stem}.partial"));
-    let opts = ProtocolOptions {
-        default_eps: &eps,
-        batch_size: config.batch_size,
-        autoattack_batch_size: usize::try_from(a.batch_size)?,
-        seed: run::report_seed(config) as u64,
-        state_dir: Some(&partial),
-        model_id: model.fingerprint()?,
-        verbose: true,
-    };
-    let report = protocol::run(&model, &test, &config.eval.protocol, &opts, device)?;
-    let (json, md) = free_paths(&dir.0, &stem);
-    write_json(&json, "protocol report", &report)?;
-    let text = protocol::markdown(&report);
-    classwise_trainer::io::write_atomic(&md, text.as_bytes())?;
-    if partial.exists() {
-        std::fs::remove_dir_all(&partial)
-            .with_context(|| format!("removing the finished state {}", partial.display()))?;
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        println!("{text}");
-    }
-    eprintln!("wrote {} and {}", json.display(), md.display());
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The evaluated images with their adversarial examples, for re-evaluation elsewhere
-/// (`tools/crosscheck`): `x`, `x_adv` (f32), `y`, `index` (position in the test file), `logits`
-/// (clean), `robust` (u8), and metadata `eps`, `eps_value`, `version`, `attacks`, `model_spec`.
-pub(crate) fn save_adversarial(
-    path: &std::path::Path,
-    test: &data::Dataset,
-    indices: &[i64],
-    out: &classwise_trainer::eval::autoattack::CascadeOutcome,
-    eps: &run::Eps,
-    spec: &AutoAttackSpec,
-    model: &classwise_trainer::model::Model,
-) -> anyhow::Result<()> {
-    let all: Vec<i64> = (0..test.len() as i64).collect();
-    let (x, y) = test.batch(&all, tch::Device::Cpu)?;
-    let robust: Vec<u8> = out.robust.iter().map(|&r| u8::from(r)).collect();
-    let index = tch::Tensor::from_slice(indices);
-    let tensors = vec![
-        ("x".to_string(), x),
-        ("x_adv".to_string(), out.x_adv.shallow_clone()),
-        ("y".to_string(), y),
-        ("index".to_string(), index),
-        (
-            "logits".to_string(),
-            classwise_trainer::eval::autoattack::clean_logits(model, test, 500, model.device())?,
-        ),
-        ("robust".to_string(), tch::Tensor::from_slice(&robust)),
-    ];
-    let names: Vec<&str> = spec.attacks().iter().map(|a| a.name()).collect();
-    let metadata = std::collections::BTreeMap::from([
-        ("eps".to_string(), eps.text.clone()),
-        ("eps_value".to_string(), format!("{:?}", eps.value)),
-        ("version".to_string(), spec.label().to_string()),
-        ("attacks".to_string(), names.join(",")),
-        (
-            "model_spec".to_string(),
-            serde_json::to_string(model.spec())?,
-        ),
-    ]);
-    classwise_trainer::model::safetensors::write(path, &tensors, &metadata)?;
-    Ok(())
-}
-
-/// `dir/stem.json` and `dir/stem.md`, or with `-2`, `-3`, ... after the stem when an earlier
-/// evaluation holds those names: an evaluation never replaces another.
-fn free_paths(dir: &std::path::Path, stem: &str) -> (PathBuf, PathBuf) {
-    let pair = |s: &str| (dir.join(format!("{s}.json")), dir.join(format!("{s}.md")));
-    let mut n = 1;
-    loop {
-        let name = if n == 1 {
-            stem.to_string()
-        } else {
-            format!("{stem}-{n}")
-        };
-        let (json, md) = pair(&name);
-        if !json.exists() && !md.exists() {
-            return (json, md);
-        }
-        n += 1;
-    }
+    Ok(EvalRequest {
+        run: a.run.clone(),
+        checkpoint: a.checkpoint.clone(),
+        eps: a.eps.clone(),
+        robust_counting: a.robust_counting,
+        test_per_class: a.test_per_class.map(usize::try_from).transpose()?,
+        memory_format: a.memory_format,
+        data_dir: a.data_dir.clone(),
+        job,
+    })
 }
 
 pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {

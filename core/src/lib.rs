@@ -15,6 +15,7 @@ pub mod aggregate;
 pub mod average;
 pub mod driver;
 pub mod error;
+pub mod io;
 pub mod plan;
 pub mod record;
 pub mod rule;

@@ -112,3 +112,13 @@ impl<T> IoContext<T> for std::io::Result<T> {
         })
     }
 }
+
+impl From<classwise_core::io::WriteError> for TrainerError {
+    fn from(e: classwise_core::io::WriteError) -> Self {
+        TrainerError::Io {
+            context: e.action,
+            path: e.path,
+            source: e.source,
+        }
+    }
+}

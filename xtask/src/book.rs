@@ -161,7 +161,7 @@ fn ensure_katex(cache: &Path) -> anyhow::Result<PathBuf> {
     }
     let bytes =
         std::fs::read(&tarball).with_context(|| format!("cannot read {}", tarball.display()))?;
-    let actual = crate::wheel::sha256_hex(&bytes);
+    let actual = crate::digest::sha256_hex(&bytes);
     if actual != KATEX_SHA256 {
         bail!(
             "sha256 mismatch for {}: expected {KATEX_SHA256} (xtask/src/book.rs), got {actual}. \

@@ -12,6 +12,7 @@
 mod book;
 mod cuda;
 mod data;
+mod digest;
 mod error;
 mod libtorch;
 mod manifest;

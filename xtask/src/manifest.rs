@@ -89,7 +89,7 @@ impl Manifest {
             }
         }
         m.path = path.to_path_buf();
-        m.digest = crate::wheel::sha256_hex(text.as_bytes());
+        m.digest = crate::digest::sha256_hex(text.as_bytes());
         Ok(m)
     }
 }

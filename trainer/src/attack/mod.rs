@@ -31,6 +31,7 @@
 
 pub mod apgd;
 pub mod early_stop;
+pub mod eps;
 pub mod fab;
 pub mod loss;
 pub mod pgd;
@@ -38,6 +39,7 @@ pub mod square;
 
 pub use apgd::{Apgd, ApgdLoss};
 pub use early_stop::{EarlyStopVariant, EarlyStopped, EarlyStoppedPgd};
+pub use eps::Eps;
 pub use fab::Fab;
 pub use loss::AttackLoss;
 pub use pgd::{Pgd, Start, StepSize};

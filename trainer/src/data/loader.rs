@@ -19,7 +19,7 @@ use rand::rngs::ChaCha8Rng;
 use tch::{Device, Kind, Tensor};
 
 use super::augment::{Augment, Draw};
-use super::dataset::{HostSource, check_range};
+use super::dataset::{Dataset, HostSource, check_range};
 use crate::error::{Result, TrainerError};
 
 /// The worker's name in errors.
@@ -205,4 +205,15 @@ impl Drop for Loader {
             let _ = worker.join();
         }
     }
+}
+
+/// Batches of `data` in index order, prepared ahead by a [`Loader`].
+pub(crate) fn batches(
+    data: &Dataset,
+    batch_size: usize,
+    device: Device,
+) -> Result<impl Iterator<Item = Result<(Tensor, Tensor)>> + use<>> {
+    let plan = LoaderPlan::in_order(data.len(), batch_size);
+    let loader = Loader::spawn(data.host_source(), plan, device)?;
+    Ok(loader.map(|batch| batch.map(|b| (b.x, b.y))))
 }

@@ -31,8 +31,9 @@ use super::{Evaluation, Outcomes, RobustCounting, first_batch_checks, summarize}
 use crate::attack::{Apgd, Attack, AttackInput, Budget, Fab, Square};
 use crate::data::Dataset;
 use crate::error::{IoContext, Result, TrainerError, invalid};
-use crate::io::{load_tensors, save_tensors_atomic, write_json};
+use crate::io::write_json;
 use crate::model::Classifier;
+use crate::model::safetensors::{load_tensors, save_tensors};
 
 /// Version of the state file.
 const STATE_SCHEMA: u32 = 1;
@@ -485,7 +486,7 @@ impl Cascade<'_> {
                 let pred_rows: Vec<i64> =
                     Vec::try_from(&pred.index_select(0, &rows).to_device(Device::Cpu))?;
                 if let Some(dir) = self.state_dir {
-                    save_tensors_atomic(
+                    save_tensors(
                         &batch_file(dir, si, bi),
                         &[
                             ("index".to_string(), at.shallow_clone()),

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 pub mod autoattack;
+pub mod job;
 pub mod protocol;
 
 use crate::attack::{Attack, AttackInput, Budget, StepCounts};

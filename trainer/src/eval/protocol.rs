@@ -26,11 +26,11 @@ use super::autoattack::{
     AaAttack, AutoAttackReport, AutoAttackSpec, Cascade, Version, clean_logits,
 };
 use super::{Evaluation, Outcomes, RobustCounting, evaluate, summarize};
+use crate::attack::Eps;
 use crate::attack::{Attack, Pgd};
 use crate::data::Dataset;
 use crate::error::{Result, invalid};
 use crate::model::Classifier;
-use crate::run::Eps;
 
 /// The kind of a protocol entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,7 +246,7 @@ pub fn run(
                 autoattack: None,
             },
             ProtocolStep::Attack(pgd) => {
-                let batches = crate::run::data::batches(data, opts.batch_size, device)?;
+                let batches = crate::data::batches(data, opts.batch_size, device)?;
                 let evaluation =
                     crate::seed::seeded(crate::seed::mix(opts.seed, i as u64, 0), || {
                         evaluate(

@@ -125,8 +125,8 @@ impl Model {
                 &scope(InitStyle::TradesWrn),
                 c,
                 k,
-                spec::to_i64(depth),
-                spec::to_i64(widen),
+                to_i64(depth),
+                to_i64(widen),
             )),
             Architecture::SmallCnn { zero_last_layer } => Box::new(small_cnn::SmallCnn::new(
                 &scope(InitStyle::TradesSmallCnn),
@@ -403,3 +403,8 @@ impl Classifier for nn::SequentialT {}
 
 /// tch's sequential networks (no window forward pass).
 impl Classifier for nn::Sequential {}
+
+/// `usize` → `i64` for dimensions already bounded by [`ModelSpec::validate`].
+pub(crate) fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

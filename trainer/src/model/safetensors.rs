@@ -117,6 +117,17 @@ pub fn write(
     crate::io::write_atomic(path, &bytes)
 }
 
+/// Named tensors written atomically, without metadata (optimiser and average states, attack
+/// progress).
+pub fn save_tensors(path: &Path, tensors: &[(String, Tensor)]) -> Result<()> {
+    write(path, tensors, &BTreeMap::new())
+}
+
+/// The named tensors of a safetensors file, on the CPU; problems name the file.
+pub fn load_tensors(path: &Path) -> Result<Vec<(String, Tensor)>> {
+    Ok(read(path, Device::Cpu)?.tensors)
+}
+
 /// Reads a safetensors file, placing its tensors on `device`. Problems name the file.
 pub fn read(path: &Path, device: Device) -> Result<SafetensorsFile> {
     let bytes = std::fs::read(path).at("reading", path)?;

@@ -74,7 +74,7 @@ impl SmallCnn {
                 conv
             })
             .collect();
-        let side = |n: usize| super::spec::to_i64(feature_side(n).unwrap_or(1));
+        let side = |n: usize| super::to_i64(feature_side(n).unwrap_or(1));
         let flat = in_width * side(height) * side(width);
         let classifier = s.sub("classifier");
         SmallCnn {

@@ -45,7 +45,7 @@ impl SmallCnnCifar {
                 })
             })
             .collect();
-        let pooled = |n: usize| super::spec::to_i64(n / 8);
+        let pooled = |n: usize| super::to_i64(n / 8);
         let flat = in_width * pooled(height) * pooled(width);
         SmallCnnCifar {
             blocks,

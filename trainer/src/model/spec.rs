@@ -10,6 +10,7 @@
 //!  "normalization": {"mean": [0.4914, 0.4822, 0.4465], "std": [0.2471, 0.2435, 0.2616]}}
 //! ```
 
+use super::to_i64;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, invalid};
@@ -281,9 +282,4 @@ impl ModelSpec {
     pub(crate) fn classes(&self) -> i64 {
         to_i64(self.num_classes)
     }
-}
-
-/// `usize` → `i64` for dimensions already bounded by [`ModelSpec::validate`].
-pub(crate) fn to_i64(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }

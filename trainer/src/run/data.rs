@@ -3,11 +3,11 @@
 use std::path::Path;
 
 use serde::Serialize;
-use tch::{Device, Tensor};
+use tch::Device;
 
 use super::config::RunConfig;
 use super::dir::RunDir;
-use crate::data::{self, Dataset, Loader, LoaderPlan, Part, Split};
+use crate::data::{self, Dataset, Part, Split, batches};
 use crate::error::Result;
 use crate::eval::{Evaluation, evaluate};
 use crate::io::write_json;
@@ -93,17 +93,6 @@ pub fn head_per_class(d: &Dataset, n: Option<usize>) -> Result<Dataset> {
 pub fn head_per_class_indices(d: &Dataset, n: Option<usize>) -> Vec<i64> {
     let all: Vec<i64> = (0..d.len() as i64).collect();
     first_per_class(d.label_slice(), &all, n, d.num_classes())
-}
-
-/// Batches of `data` in index order, prepared ahead by a [`Loader`].
-pub(crate) fn batches(
-    data: &Dataset,
-    batch_size: usize,
-    device: Device,
-) -> Result<impl Iterator<Item = Result<(Tensor, Tensor)>> + use<>> {
-    let plan = LoaderPlan::in_order(data.len(), batch_size);
-    let loader = Loader::spawn(data.host_source(), plan, device)?;
-    Ok(loader.map(|batch| batch.map(|b| (b.x, b.y))))
 }
 
 /// Evaluates `model` on `data` with the run's evaluation attack.

@@ -144,11 +144,7 @@ impl RunDir {
         let state = RunState::load(&self.state())?;
         let ck = self.checkpoint(&state.checkpoint);
         let average = ck.join(format!("{which}.safetensors"));
-        let updates = if which == "ema" {
-            state.ema_updates
-        } else {
-            state.fawa_updates
-        };
+        let updates = state.average_updates(which);
         if updates == 0 || !average.exists() {
             return Err(invalid(
                 "--checkpoint",
@@ -165,41 +161,26 @@ impl RunDir {
     }
 }
 
-/// The best checkpoint so far.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Best {
-    pub epoch: usize,
-    /// avg + worst-class robust accuracy.
-    pub score: f64,
-    pub split: String,
-}
-
-/// `state.json`: what a resume needs besides the checkpoint files.
+/// `state.json`: what a resume needs besides the checkpoint files: the driver's state
+/// ([`DriverState`](classwise_core::driver::DriverState)) with the checkpoint's name.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunState {
     pub completed_epochs: usize,
     /// Directory under `checkpoints/` holding the last epoch's files.
     pub checkpoint: String,
-    pub ema_updates: usize,
-    /// Epochs that changed the FAWA average (0: it holds nothing).
-    #[serde(default)]
-    pub fawa_updates: usize,
     /// The class-wise rule's state after the last completed epoch.
     pub rule: serde_json::Value,
-    /// The model-selection state of each track (`raw`, `ema`, `fawa`).
-    #[serde(default)]
-    pub selection: std::collections::BTreeMap<String, classwise_core::select::Selector>,
+    /// The hooks' fields: `selection` (each track's selector), `ema_updates` and
+    /// `fawa_updates` (the epochs that changed each average; 0: it holds nothing).
+    #[serde(flatten)]
+    pub hooks: serde_json::Map<String, serde_json::Value>,
 }
 
 impl RunState {
-    /// The raw track's best score so far (its selector keeps it), scored on `split`.
-    pub(crate) fn raw_best(&self, split: &str) -> Option<Best> {
-        let (epoch, score) = self.selection.get("raw")?.best?;
-        Some(Best {
-            epoch,
-            score,
-            split: split.into(),
-        })
+    /// The updates of the weight average `name` (`ema`, `fawa`) recorded by its hook.
+    pub(crate) fn average_updates(&self, name: &str) -> usize {
+        let field = self.hooks.get(&updates_field(name));
+        field.and_then(serde_json::Value::as_u64).unwrap_or(0) as usize
     }
 
     pub(crate) fn load(path: &Path) -> Result<RunState> {
@@ -210,6 +191,11 @@ impl RunState {
             reason: format!("not a run state: {e}"),
         })
     }
+}
+
+/// The `state.json` field counting the updates of the weight average `name` (`ema`, `fawa`).
+pub(crate) fn updates_field(name: &str) -> String {
+    format!("{name}_updates")
 }
 
 /// How far a run got ([`RunDir::progress`]).
@@ -223,6 +209,20 @@ pub enum RunProgress {
     MidEpoch { epoch: usize, step: usize },
     /// Every epoch trained and the reports written.
     Complete,
+}
+
+impl RunProgress {
+    /// How far a run of `epochs` epochs got, in words.
+    pub fn describe(self, epochs: usize) -> String {
+        match self {
+            RunProgress::NotStarted => "-".into(),
+            RunProgress::Epochs(n) => format!("{n}/{epochs} epochs"),
+            RunProgress::MidEpoch { epoch, step } => {
+                format!("{epoch}/{epochs} epochs + {step} batches")
+            }
+            RunProgress::Complete => "complete".into(),
+        }
+    }
 }
 
 /// `interrupted.json`: where an interrupted run stopped inside an epoch. Written atomically after

@@ -1,21 +1,28 @@
-//! The models a run selects from, as [`Hook`]s: the raw model ([`RawSelection`]) and its
+//! The models a run selects from, as driver hooks: the raw model ([`RawSelection`]) and its
 //! weight averages (`[ema]`, `[fawa]`: [`Averages`]), each average driven by a
 //! `classwise_core::average::Averager` and applied to the whole state (BN statistics included)
 //! by a [`WeightAverage`]. Every track has its own model selection ([`SelectionTrack`]), as
 //! `PKU-ML/CFA:train.py` keeps candidates for the raw, EMA and FAWA models apart.
+//!
+//! Their fields of `state.json`: `selection.<track>` (each track's selector) and
+//! `<average>_updates` (the epochs that changed each average; 0 when it holds nothing).
 
 use std::path::{Path, PathBuf};
 
+use classwise_core::Needs;
 use classwise_core::average::{Averager, Averaging};
-use classwise_core::record::AveragingRecord;
+use classwise_core::driver::{Cleanup, EpochEnd, Hook};
+use classwise_core::record::{AveragingRecord, EpochRecord};
 use classwise_core::select::{EpochScore, Selector};
 use classwise_theory::calibration::AverageAction;
+use serde_json::{Map, Value, json};
 
-use super::dir::RunState;
-use super::hooks::{EpochEnd, Hook, RunEnd, SelectedTrack, remove_dropped};
+use super::backend::{Trainer, checkpoint_name};
+use super::dir::updates_field;
 use super::log::split_record;
-use super::{SelectionNote, write_report, write_selected_report};
-use crate::error::{IoContext, Result};
+use super::report::{SelectedTrack, SelectionNote, write_report, write_selected_report};
+use super::seeds::EvalSplit;
+use crate::error::{IoContext, Result, TrainerError};
 use crate::model::Model;
 use crate::train::WeightAverage;
 
@@ -54,43 +61,56 @@ impl SelectionTrack {
         if keep.keep {
             model.save(&self.candidate_file(epoch))?;
         }
-        let dropped: Vec<PathBuf> = keep
-            .drop
-            .into_iter()
-            .filter(|&old| old != epoch)
-            .map(|old| self.candidate_file(old))
-            .collect();
-        self.dropped.extend(dropped);
+        let dropped = keep.drop.into_iter().filter(|&old| old != epoch);
+        let files: Vec<PathBuf> = dropped.map(|old| self.candidate_file(old)).collect();
+        self.dropped.extend(files);
         Ok(())
     }
 
-    fn restore(&mut self, state: &RunState) {
-        if let Some(s) = state.selection.get(self.name) {
-            self.selector = s.clone();
-        }
+    /// Reads `selection.<name>` back, when the state has it.
+    fn restore(&mut self, fields: &Map<String, Value>) -> Result<()> {
+        let Some(saved) = fields.get("selection").and_then(|s| s.get(self.name)) else {
+            return Ok(());
+        };
+        self.selector =
+            serde_json::from_value(saved.clone()).map_err(|e| TrainerError::BadData {
+                path: PathBuf::from("state.json"),
+                offset: None,
+                reason: format!("`selection.{}` is not a selection state: {e}", self.name),
+            })?;
+        Ok(())
     }
 
-    fn save(&self, state: &mut RunState) {
-        state
-            .selection
-            .insert(self.name.to_string(), self.selector.clone());
+    /// `selection.<name>`.
+    fn save(&self) -> Result<Map<String, Value>> {
+        let selector =
+            serde_json::to_value(&self.selector).map_err(|source| TrainerError::Json {
+                what: "selection state",
+                source,
+            })?;
+        Ok(object(json!({ "selection": { self.name: selector } })))
+    }
+
+    /// The dropped candidates, to delete now that a state without them is committed.
+    fn cleanup(&mut self) -> Vec<Cleanup> {
+        self.dropped.drain(..).map(Cleanup::File).collect()
     }
 
     /// Chooses the track's model (comparing the candidates under the final attack when the
     /// strategy asks for it), writes it as `best<suffix>.safetensors` with its
     /// `report-best<suffix>` and records the choice.
-    fn finish(&self, end: &mut RunEnd<'_>) -> Result<()> {
-        let suffix = if self.name == "raw" {
-            String::new()
-        } else {
-            format!("-{}", self.name)
+    fn finish(&self, t: &mut Trainer<'_>) -> Result<()> {
+        let suffix = match self.name {
+            "raw" => String::new(),
+            name => format!("-{name}"),
         };
+        let mut scratch = t.model.try_clone()?;
         let mut final_scores = Vec::new();
         let mut reports = Vec::new();
         if self.selector.strategy.compares_candidates() {
             for &e in &self.selector.candidates {
-                end.scratch.load_weights(&self.candidate_file(e))?;
-                let r = (end.final_eval)(end.scratch)?;
+                scratch.load_weights(&self.candidate_file(e))?;
+                let r = t.final_eval(&scratch)?;
                 final_scores.push((e, split_record(&r).score()));
                 reports.push((e, r));
             }
@@ -98,28 +118,24 @@ impl SelectionTrack {
         let chosen = self.selector.choose(&final_scores);
         if let Some(e) = chosen {
             let file = self.candidate_file(e);
-            let best_file = end.dir.checkpoint(&format!("best{suffix}.safetensors"));
+            let best_file = t.dir.checkpoint(&format!("best{suffix}.safetensors"));
             std::fs::copy(&file, &best_file).at("copying", &file)?;
             let report = match reports.into_iter().find(|(re, _)| *re == e) {
                 Some((_, r)) => r,
                 None => {
-                    end.scratch.load_weights(&file)?;
-                    (end.final_eval)(end.scratch)?
+                    scratch.load_weights(&file)?;
+                    t.final_eval(&scratch)?
                 }
             };
-            write_selected_report(
-                end.dir,
-                &format!("report-best{suffix}"),
-                &report,
-                SelectionNote {
-                    strategy: self.selector.strategy.name(),
-                    track: self.name,
-                    epoch: e,
-                    epochs: self.selector.epochs,
-                },
-            )?;
+            let note = SelectionNote {
+                strategy: self.selector.strategy.name(),
+                track: self.name,
+                epoch: e,
+                epochs: self.selector.epochs,
+            };
+            write_selected_report(&t.dir, &format!("report-best{suffix}"), &report, note)?;
         }
-        end.selected.push(SelectedTrack {
+        t.selected.push(SelectedTrack {
             track: self.name,
             epoch: chosen,
             candidates: self.selector.candidates.clone(),
@@ -129,43 +145,52 @@ impl SelectionTrack {
     }
 }
 
-/// The raw model's selection, scored on `checkpoint.best_split`.
-pub(crate) struct RawSelection {
-    pub track: SelectionTrack,
-    /// `val` or `test`.
-    pub split: &'static str,
+/// The map of a JSON object built with `json!`.
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
 }
 
-impl Hook for RawSelection {
-    fn restore(&mut self, _checkpoint: &Path, state: &RunState) -> Result<()> {
-        self.track.restore(state);
-        Ok(())
+/// The raw model's selection, scored on `checkpoint.best_split`.
+pub(crate) struct RawSelection(pub SelectionTrack);
+
+impl Hook<Trainer<'_>> for RawSelection {
+    fn needs(&self, _epoch: usize) -> Needs {
+        self.0.selector.strategy.needs()
     }
 
-    fn after_epoch(&mut self, end: &mut EpochEnd<'_>) -> Result<()> {
-        let split = if self.split == "val" {
-            &end.record.val
-        } else {
-            &end.record.test
+    fn restore(&mut self, _t: &mut Trainer<'_>, fields: &Map<String, Value>) -> Result<()> {
+        self.0.restore(fields)
+    }
+
+    fn after_epoch(
+        &mut self,
+        t: &mut Trainer<'_>,
+        end: &mut EpochEnd<'_, EpochRecord>,
+    ) -> Result<()> {
+        let split = match t.best_split {
+            "val" => &end.record.val,
+            _ => &end.record.test,
         };
         let score = EpochScore {
             avg_plus_worst: split.as_ref().map(|s| s.score()),
-            val_costs: end.val_costs.map(<[f64]>::to_vec),
+            val_costs: end.stats.val_costs.clone(),
         };
-        self.track.offer(end.epoch, &score, end.model)
+        self.0.offer(end.epoch, &score, &t.model)
     }
 
-    fn save(&self, _checkpoint: &Path, state: &mut RunState) -> Result<()> {
-        self.track.save(state);
-        Ok(())
+    fn save(&self, _t: &mut Trainer<'_>, _epoch: usize) -> Result<Map<String, Value>> {
+        self.0.save()
     }
 
-    fn after_checkpoint(&mut self, _epoch: usize) -> Result<()> {
-        remove_dropped(&mut self.track.dropped)
+    fn after_checkpoint(&mut self, _epoch: usize) -> Vec<Cleanup> {
+        self.0.cleanup()
     }
 
-    fn finish(&mut self, end: &mut RunEnd<'_>) -> Result<()> {
-        self.track.finish(end)
+    fn finish(&mut self, t: &mut Trainer<'_>) -> Result<()> {
+        self.0.finish(t)
     }
 }
 
@@ -204,26 +229,13 @@ impl AveragedTrack {
         checkpoint.join(format!("{}.safetensors", self.name()))
     }
 
-    /// The averaged model, or `None` while the average holds nothing.
-    fn model(&mut self, raw: &Model) -> Result<Option<&Model>> {
-        refreshed(&mut self.model, &mut self.fresh, &self.weights, raw)
-    }
-
-    /// The updates recorded for this average in `state.json`.
-    fn updates_field<'s>(&self, state: &'s mut RunState) -> &'s mut usize {
-        match self.name() {
-            "ema" => &mut state.ema_updates,
-            _ => &mut state.fawa_updates,
-        }
-    }
-
     /// Decides and applies the average after the epoch's validation (CFA Algorithm 1), then
     /// evaluates the average on the test subset and offers it to its selection when the epoch
     /// is evaluated.
-    fn after_epoch(&mut self, end: &mut EpochEnd<'_>) -> Result<()> {
+    fn after_epoch(&mut self, t: &Trainer<'_>, end: &mut EpochEnd<'_, EpochRecord>) -> Result<()> {
         let val_robust = end.record.val.as_ref().map(|v| v.robust.as_slice());
         let decision = self.averager.decide(end.epoch, val_robust)?;
-        self.weights.apply(decision.action, end.model.var_store());
+        self.weights.apply(decision.action, t.model.var_store());
         if decision.action != AverageAction::Keep {
             self.fresh = false;
         }
@@ -233,19 +245,18 @@ impl AveragedTrack {
             gate_value: decision.gate_value,
             updates: self.averager.state.updates,
         });
-        if !end.evaluate_now {
+        if !t.clock.evaluate_now {
             return Ok(());
         }
-        let Some(model) = refreshed(&mut self.model, &mut self.fresh, &self.weights, end.model)?
+        let Some(model) = refreshed(&mut self.model, &mut self.fresh, &self.weights, &t.model)?
         else {
             return Ok(());
         };
-        let test = split_record(&(end.eval_test)(model)?);
+        let test = split_record(&t.eval_split(model, end.epoch, EvalSplit::Test)?);
         // WAT's output rule scores the average by its own validation costs.
-        let val_costs = if self.selection.selector.strategy.needs().val_costs {
-            (end.val_costs_of)(model)?
-        } else {
-            None
+        let val_costs = match self.selection.selector.strategy.needs().val_costs {
+            true => t.val_costs(model, end.epoch)?,
+            false => None,
         };
         let score = EpochScore {
             avg_plus_worst: Some(test.score()),
@@ -257,6 +268,15 @@ impl AveragedTrack {
             _ => end.record.fawa_test = Some(test),
         }
         Ok(())
+    }
+
+    /// Writes the average's report and its selection's.
+    fn finish(&mut self, t: &mut Trainer<'_>) -> Result<()> {
+        let name = self.name();
+        if let Some(m) = refreshed(&mut self.model, &mut self.fresh, &self.weights, &t.model)? {
+            write_report(&t.dir, &format!("report-{name}"), &t.final_eval(m)?)?;
+        }
+        self.selection.finish(t)
     }
 }
 
@@ -288,51 +308,58 @@ fn refreshed<'m>(
 /// The run's weight averages (`[ema]`, then `[fawa]`).
 pub(crate) struct Averages(pub Vec<AveragedTrack>);
 
-impl Hook for Averages {
-    fn restore(&mut self, checkpoint: &Path, state: &RunState) -> Result<()> {
+impl Hook<Trainer<'_>> for Averages {
+    fn needs(&self, _epoch: usize) -> Needs {
+        (self.0.iter()).fold(Needs::default(), |n, a| n.or(a.averager.needs()))
+    }
+
+    fn restore(&mut self, t: &mut Trainer<'_>, fields: &Map<String, Value>) -> Result<()> {
         for avg in &mut self.0 {
-            let updates = match avg.name() {
-                "ema" => state.ema_updates,
-                _ => state.fawa_updates,
-            };
+            let updates = fields
+                .get(&updates_field(avg.name()))
+                .and_then(Value::as_u64);
+            let updates = updates.unwrap_or(0) as usize;
             avg.averager.state.updates = updates;
-            if updates > 0 {
-                avg.weights = WeightAverage::load(&avg.file(checkpoint), updates)?;
+            if let (true, Some(ck)) = (updates > 0, &t.resumed_checkpoint) {
+                avg.weights = WeightAverage::load(&avg.file(ck), updates)?;
             }
-            avg.selection.restore(state);
+            avg.selection.restore(fields)?;
         }
         Ok(())
     }
 
-    fn after_epoch(&mut self, end: &mut EpochEnd<'_>) -> Result<()> {
-        self.0.iter_mut().try_for_each(|avg| avg.after_epoch(end))
-    }
-
-    fn save(&self, checkpoint: &Path, state: &mut RunState) -> Result<()> {
-        for avg in &self.0 {
-            if avg.weights.is_initialized() {
-                avg.weights.save(&avg.file(checkpoint))?;
-            }
-            *avg.updates_field(state) = avg.averager.state.updates;
-            avg.selection.save(state);
-        }
-        Ok(())
-    }
-
-    fn after_checkpoint(&mut self, _epoch: usize) -> Result<()> {
+    fn after_epoch(
+        &mut self,
+        t: &mut Trainer<'_>,
+        end: &mut EpochEnd<'_, EpochRecord>,
+    ) -> Result<()> {
         self.0
             .iter_mut()
-            .try_for_each(|avg| remove_dropped(&mut avg.selection.dropped))
+            .try_for_each(|avg| avg.after_epoch(t, end))
     }
 
-    fn finish(&mut self, end: &mut RunEnd<'_>) -> Result<()> {
-        for avg in &mut self.0 {
-            let name = avg.name();
-            if let Some(m) = avg.model(end.model)? {
-                write_report(end.dir, &format!("report-{name}"), &(end.final_eval)(m)?)?;
+    /// Both counters are always written (0 for an average the run does not keep).
+    fn save(&self, t: &mut Trainer<'_>, epoch: usize) -> Result<Map<String, Value>> {
+        let checkpoint = t.dir.checkpoint(&checkpoint_name(epoch));
+        let mut fields = object(json!({ updates_field("ema"): 0, updates_field("fawa"): 0 }));
+        for avg in &self.0 {
+            if avg.weights.is_initialized() {
+                avg.weights.save(&avg.file(&checkpoint))?;
             }
-            avg.selection.finish(end)?;
+            fields.insert(updates_field(avg.name()), json!(avg.averager.state.updates));
+            classwise_core::driver::merge(&mut fields, avg.selection.save()?)?;
         }
-        Ok(())
+        Ok(fields)
+    }
+
+    fn after_checkpoint(&mut self, _epoch: usize) -> Vec<Cleanup> {
+        self.0
+            .iter_mut()
+            .flat_map(|avg| avg.selection.cleanup())
+            .collect()
+    }
+
+    fn finish(&mut self, t: &mut Trainer<'_>) -> Result<()> {
+        self.0.iter_mut().try_for_each(|avg| avg.finish(t))
     }
 }

@@ -102,24 +102,12 @@ pub fn status(dir: &Path) -> Result<(Manifest, Vec<RunStatus>)> {
             group: entry.group.clone(),
             seed: entry.seed,
             state,
-            progress: describe(progress, epochs),
+            progress: progress.describe(epochs),
             attempts: record.attempts.len(),
             detail,
         });
     }
     Ok((manifest, rows))
-}
-
-/// How far a run of `epochs` epochs got, in words.
-pub fn describe(progress: RunProgress, epochs: usize) -> String {
-    match progress {
-        RunProgress::NotStarted => "-".into(),
-        RunProgress::Epochs(n) => format!("{n}/{epochs} epochs"),
-        RunProgress::MidEpoch { epoch, step } => {
-            format!("{epoch}/{epochs} epochs + {step} batches")
-        }
-        RunProgress::Complete => "complete".into(),
-    }
 }
 
 /// `4 runs: 2 done, 1 running, 1 pending` (states with no run left out).

@@ -238,7 +238,7 @@ pub fn run_task(dir: &Path, index: usize, opts: TaskOptions) -> Result<TaskOutco
         slurm: SlurmIds::from_env(),
         started_unix_seconds: now(),
         ended_unix_seconds: None,
-        from: super::status::describe(progress, config.epochs),
+        from: progress.describe(config.epochs),
         to: None,
         message: None,
     });
@@ -256,10 +256,7 @@ pub fn run_task(dir: &Path, index: usize, opts: TaskOptions) -> Result<TaskOutco
     );
     let attempt = record.attempts.last_mut().expect("pushed above");
     attempt.ended_unix_seconds = Some(now());
-    attempt.to = run
-        .progress()
-        .ok()
-        .map(|p| super::status::describe(p, config.epochs));
+    attempt.to = run.progress().ok().map(|p| p.describe(config.epochs));
     match &result {
         Ok(summary) => match &summary.interrupted {
             Some(mid) => {

@@ -11,7 +11,7 @@ use tch::nn::VarStore;
 use tch::{Kind, Tensor};
 
 use crate::error::{Result, TrainerError};
-use crate::io::{load_tensors, save_tensors_atomic};
+use crate::model::safetensors::{load_tensors, save_tensors};
 
 /// An averaged copy of a model's state, by variable name.
 #[derive(Default)]
@@ -89,7 +89,7 @@ impl WeightAverage {
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {
-        save_tensors_atomic(path, &self.state())
+        save_tensors(path, &self.state())
     }
 
     pub fn load(path: &Path, updates: usize) -> Result<Self> {

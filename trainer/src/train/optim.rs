@@ -19,7 +19,7 @@ use tch::Tensor;
 use tch::nn::VarStore;
 
 use crate::error::{Result, TrainerError, invalid};
-use crate::io::{load_tensors, save_tensors_atomic};
+use crate::model::safetensors::{load_tensors, save_tensors};
 
 /// SGD hyper-parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -146,7 +146,7 @@ impl Sgd {
 
     /// Saves the momentum buffers atomically as safetensors.
     pub fn save(&self, path: &Path) -> Result<()> {
-        save_tensors_atomic(path, &self.state())
+        save_tensors(path, &self.state())
     }
 
     /// Restores buffers saved by [`Sgd::save`]; each must name a tracked parameter and have its

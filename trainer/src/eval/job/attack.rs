@@ -1,0 +1,99 @@
+//! `classwise eval [--attack pgd|fgsm|fgsm-rs|cw|temperature|flip-steps]`: the run's model under
+//! its own evaluation attack or another, class by class.
+
+use crate::attack::{EarlyStoppedPgd, Pgd, StepSize};
+use crate::error::{Result, invalid};
+use crate::eval::markdown;
+use crate::run::{RunConfig, RunDir, evaluate_on, evaluate_with, report_seed};
+
+use super::{EvalOutput, EvalRequest, file_stem, load_eval_model, test_subset, write_report};
+
+/// The attack of an evaluation; `steps` and `step` (default ε/4, ε for FGSM-RS) where the
+/// attack takes them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AttackChoice {
+    /// The run's own evaluation attack.
+    Configured,
+    /// PGD on cross-entropy with a uniform start.
+    Pgd { steps: usize, step: Option<f64> },
+    /// One step of size ε from the clean input.
+    Fgsm,
+    /// FGSM from a uniform random start in the ε-ball, one step (Tian et al., App. A.2).
+    FgsmRs { step: Option<f64> },
+    /// PGD on the CW∞ margin (κ = 50).
+    Cw { steps: usize, step: Option<f64> },
+    /// Tian et al.'s Temperature-PGD with 1/T = `inv_t`.
+    Temperature {
+        steps: usize,
+        step: Option<f64>,
+        inv_t: f64,
+    },
+    /// PGD that stops each image at its first misclassification and reports the steps each
+    /// class needed (BAT §3, Fig. 2).
+    FlipSteps { steps: usize, step: Option<f64> },
+}
+
+impl AttackChoice {
+    /// The PGD-family attack replacing the configured one (`None`: the configured one).
+    fn pgd(self, eps: f64) -> Option<Pgd> {
+        let default = |step: Option<f64>| step.unwrap_or(eps / 4.0);
+        Some(match self {
+            AttackChoice::Configured | AttackChoice::FlipSteps { .. } => return None,
+            AttackChoice::Pgd { steps, step } => Pgd::ce(steps, default(step)),
+            AttackChoice::Fgsm => Pgd::fgsm(),
+            AttackChoice::FgsmRs { step: None } => Pgd::fgsm_random_start(1.0),
+            AttackChoice::FgsmRs { step: Some(s) } => Pgd {
+                step: StepSize::Absolute(s),
+                ..Pgd::fgsm_random_start(1.0)
+            },
+            AttackChoice::Cw { steps, step } => Pgd::cw(steps, default(step)),
+            AttackChoice::Temperature { steps, step, inv_t } => {
+                Pgd::temperature(steps, default(step), inv_t)
+            }
+        })
+    }
+
+    /// BAT's steps-to-flip attack, for [`AttackChoice::FlipSteps`].
+    fn flip(self, eps: f64) -> Result<Option<EarlyStoppedPgd>> {
+        let AttackChoice::FlipSteps { steps, step } = self else {
+            return Ok(None);
+        };
+        let flip = EarlyStoppedPgd::steps_to_flip(steps, step.unwrap_or(eps / 4.0));
+        flip.validate()
+            .map_err(|e| invalid("--steps or --step", e, "a valid steps-to-flip attack"))?;
+        Ok(Some(flip))
+    }
+}
+
+/// Evaluates the request's model with `choice` on the test subset.
+pub(super) fn run(
+    request: &EvalRequest,
+    dir: &RunDir,
+    mut config: RunConfig,
+    choice: &AttackChoice,
+) -> Result<EvalOutput> {
+    let eps = config.eval.eps.value;
+    if let Some(attack) = choice.pgd(eps) {
+        config.eval.attack = attack;
+    }
+    config
+        .eval
+        .attack
+        .validate()
+        .map_err(|e| e.in_section("eval"))?;
+    let flip = choice.flip(eps)?;
+    let device = config.device.device()?;
+    let format = request.memory_format.unwrap_or(config.memory_format);
+    let model = load_eval_model(dir, &request.checkpoint, device, format)?;
+    let (test, _) = test_subset(request, &config)?;
+    let report = crate::seed::seeded(report_seed(&config), || match &flip {
+        Some(f) => evaluate_with(&model, &test, &config, f, device),
+        None => evaluate_on(&model, &test, &config, device),
+    })?;
+    let counting = config.eval.robust_counting;
+    let stem = file_stem(request, &report.attack, &config.eval.eps, counting);
+    let text = markdown(&report);
+    let out = write_report(dir, &stem, "evaluation", &report, text)?;
+    report.write_predictions(&out.json_path)?;
+    Ok(out)
+}

@@ -1,0 +1,405 @@
+//! The trainer as a backend of the shared training driver ([`classwise_core::driver`]): one
+//! epoch of SGD over the batch loader, the validation measurements the rule and the hooks ask
+//! for, the epoch's `metrics.jsonl` record, and the checkpoint files and `state.json`.
+
+use std::time::Instant;
+
+use classwise_core::driver::{Backend, Cleanup, DriverState, EpochStart};
+use classwise_core::record::{EpochRecord, METRICS_SCHEMA};
+use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
+use tch::Device;
+
+use super::config::RunConfig;
+use super::data::{RunData, evaluate_on};
+use super::dir::{MidEpoch, RunDir, RunState};
+use super::log::split_record;
+use super::report::SelectedTrack;
+use super::seeds::{EvalSplit, eval_seed, stream, torch_seed};
+use super::{TrainOptions, progress};
+use crate::data::{Dataset, LoadedBatch, Loader, LoaderPlan};
+use crate::error::{IoContext, Result, TrainerError};
+use crate::eval::Evaluation;
+use crate::io::write_json;
+use crate::model::Model;
+use crate::train::{EpochOutcome, EpochProgress, EpochStats, Sgd, StepSettings, train_epoch_from};
+
+/// A run's model, optimiser, data and directory, and what an epoch carries from one driver step
+/// to the next.
+pub(crate) struct Trainer<'a> {
+    pub config: &'a RunConfig,
+    pub opts: &'a TrainOptions,
+    pub dir: RunDir,
+    pub device: Device,
+    pub data: RunData,
+    /// The per-epoch validation and test subsets (`eval.val_per_class`, `eval.test_per_class`).
+    pub val_eval: Option<Dataset>,
+    pub test_eval: Dataset,
+    pub model: Model,
+    pub sgd: Sgd,
+    /// `val` or `test`: the split scoring the raw model's selection.
+    pub best_split: &'static str,
+    /// The checkpoint directory a resume restores the hooks from.
+    pub resumed_checkpoint: Option<std::path::PathBuf>,
+    /// The progress of the epoch a resume starts inside (taken by its first epoch).
+    pub mid: Option<MidEpoch>,
+    /// Set when an epoch stopped inside: its mid-epoch checkpoint record.
+    pub interrupted: Option<MidEpoch>,
+    /// The epoch being run: its timings and whether it is evaluated on the test subset.
+    pub clock: EpochClock,
+    /// The epoch's validation evaluation, from `measure` to `record`.
+    val_evaluation: Option<Evaluation>,
+    /// What the hooks leave at the end: the final report and each track's selection.
+    pub report: Option<Evaluation>,
+    pub selected: Vec<SelectedTrack>,
+}
+
+/// When the epoch started and its evaluations started, and whether it evaluates the test subset
+/// (`eval.every`, the last epoch).
+#[derive(Clone, Copy)]
+pub(crate) struct EpochClock {
+    pub started: Instant,
+    pub eval_started: Instant,
+    pub evaluate_now: bool,
+}
+
+/// An epoch's training as the record needs it.
+pub(crate) struct Trained {
+    stats: EpochStats,
+    lr: f64,
+    train_seconds: f64,
+    /// The ε factor of the first and the last batch, during an ε warm-up.
+    eps_warmup: Option<[f64; 2]>,
+}
+
+impl<'a> Trainer<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        config: &'a RunConfig,
+        opts: &'a TrainOptions,
+        dir: RunDir,
+        device: Device,
+        data: RunData,
+        model: Model,
+        sgd: Sgd,
+        mid: Option<MidEpoch>,
+    ) -> Result<Self> {
+        let val_eval = (data.val.as_ref())
+            .map(|v| super::data::head_per_class(v, config.eval.val_per_class))
+            .transpose()?;
+        let test_eval = super::data::head_per_class(&data.test, config.eval.test_per_class)?;
+        let best_split = match (config.checkpoint.best_split, &data.val) {
+            (super::BestSplit::Val, Some(_)) => "val",
+            _ => "test",
+        };
+        let now = Instant::now();
+        Ok(Trainer {
+            config,
+            opts,
+            dir,
+            device,
+            data,
+            val_eval,
+            test_eval,
+            model,
+            sgd,
+            best_split,
+            resumed_checkpoint: None,
+            mid,
+            interrupted: None,
+            clock: EpochClock {
+                started: now,
+                eval_started: now,
+                evaluate_now: false,
+            },
+            val_evaluation: None,
+            report: None,
+            selected: Vec::new(),
+        })
+    }
+
+    /// Evaluates `model` on the per-epoch subset of `split` after `epoch`, libtorch reseeded as
+    /// for every model of that epoch.
+    pub fn eval_split(&self, model: &Model, epoch: usize, split: EvalSplit) -> Result<Evaluation> {
+        let data = match (split, &self.val_eval) {
+            (EvalSplit::Val, Some(v)) => v,
+            _ => &self.test_eval,
+        };
+        tch::manual_seed(eval_seed(self.config.seed, epoch, split));
+        evaluate_on(model, data, self.config, self.device)
+    }
+
+    /// WAT's K + 1 validation costs of `model` after `epoch`; `None` without a validation split.
+    pub fn val_costs(&self, model: &Model, epoch: usize) -> Result<Option<Vec<f64>>> {
+        let Some(v) = &self.val_eval else {
+            return Ok(None);
+        };
+        let config = self.config;
+        tch::manual_seed(eval_seed(config.seed, epoch, EvalSplit::Val));
+        crate::eval::trades_costs(
+            model,
+            crate::data::batches(v, config.eval_batch_size(self.device), self.device)?,
+            &config.train.method,
+            config.train.eps.value,
+            config.train.beta,
+            self.data.train.num_classes(),
+            self.device,
+        )
+        .map(Some)
+    }
+
+    /// The final evaluation of `model`: the whole test set, the run's attack, reseeded as
+    /// `classwise eval` does.
+    pub fn final_eval(&self, model: &Model) -> Result<Evaluation> {
+        tch::manual_seed(super::report_seed(self.config));
+        evaluate_on(model, &self.data.test, self.config, self.device)
+    }
+
+    /// The loader of `epoch`'s batches from batch `skip` on, in the epoch's shuffled order.
+    fn loader(&self, epoch: usize, skip: usize) -> Result<(Loader, usize)> {
+        let config = self.config;
+        let mut order: Vec<i64> = (0..self.data.train.len() as i64).collect();
+        rand::seq::SliceRandom::shuffle(order.as_mut_slice(), &mut stream(config.seed, 1, epoch));
+        let steps: Vec<Vec<i64>> = order
+            .chunks(config.batch_size)
+            .map(<[i64]>::to_vec)
+            .collect();
+        let n_batches = steps.len();
+        let plan = LoaderPlan {
+            steps,
+            skip,
+            augment: config.data.augment,
+            rng: stream(config.seed, 2, epoch),
+        };
+        let loader = Loader::spawn(self.data.train.host_source(), plan, self.device)?;
+        Ok((loader, n_batches))
+    }
+
+    /// Saves the mid-epoch checkpoint of an epoch stopped inside (model and optimiser in their
+    /// own directory, then `interrupted.json`, then older mid-epoch directories removed).
+    fn save_mid_epoch(&mut self, record: MidEpoch) -> Result<()> {
+        let ck = self.dir.checkpoint(&record.checkpoint);
+        self.model.save(&ck.join("model.safetensors"))?;
+        self.sgd.save(&ck.join("optimizer.safetensors"))?;
+        write_json(
+            &self.dir.interrupted(),
+            "mid-epoch checkpoint record",
+            &record,
+        )?;
+        self.dir.remove_mid_epoch_dirs(Some(&record.checkpoint))?;
+        self.interrupted = Some(record);
+        Ok(())
+    }
+}
+
+impl Backend for Trainer<'_> {
+    type Error = TrainerError;
+    type Trained = Trained;
+    type Record = EpochRecord;
+
+    fn train_epoch(&mut self, start: &EpochStart<'_>) -> Result<Option<Trained>> {
+        let (config, epoch) = (self.config, start.epoch);
+        let t0 = Instant::now();
+        let lr = config.schedule.lr(epoch);
+        // Where the epoch starts: batch 0, or where an interrupted session stopped.
+        let (at_start, seconds_before) = match self.mid.take() {
+            Some(m) => (m.progress, m.train_seconds),
+            None => (EpochProgress::new(self.data.train.num_classes()), 0.0),
+        };
+        let skip = at_start.next_step;
+        let (loader, n_batches) = self.loader(epoch, skip)?;
+        let label = format!("epoch {}/{}", epoch + 1, config.epochs);
+        let progress =
+            progress::Progress::new(label, n_batches, config.batch_size, self.opts.verbose);
+        let batch_iter = loader.map(|batch| {
+            batch.map(|LoadedBatch { step, x, y }| {
+                // Requesting batch `step` means batch `step − 1` was trained.
+                if step > skip {
+                    progress.tick(step - 1);
+                }
+                tch::manual_seed(torch_seed(config.seed, epoch, step));
+                (x, y)
+            })
+        });
+        let scale = |step| config.train.eps_scale(epoch, step, n_batches);
+        let settings = |step| StepSettings {
+            lr,
+            eps_scale: scale(step),
+        };
+        let interrupt_at = self.opts.interrupt_at;
+        let stop =
+            |step: usize| crate::interrupt::requested() || interrupt_at == Some((epoch, step));
+        let outcome = train_epoch_from(
+            &self.model,
+            &mut self.sgd,
+            &config.train.method,
+            start.plan,
+            epoch,
+            batch_iter,
+            settings,
+            self.device,
+            at_start,
+            &stop,
+        )?;
+        progress.finish();
+        let train_seconds = seconds_before + t0.elapsed().as_secs_f64();
+        let stats = match outcome {
+            EpochOutcome::Complete(stats) => stats,
+            EpochOutcome::Interrupted(p) => {
+                self.save_mid_epoch(MidEpoch {
+                    epoch,
+                    checkpoint: MidEpoch::name(epoch, p.next_step),
+                    progress: p,
+                    rule: start.rule_at_start.clone(),
+                    train_seconds,
+                    signal: crate::interrupt::signal_name().map(str::to_owned),
+                })?;
+                return Ok(None);
+            }
+        };
+        let evaluate_now = epoch + 1 == config.epochs || (epoch + 1) % config.eval.every == 0;
+        self.clock = EpochClock {
+            started: t0,
+            eval_started: Instant::now(),
+            evaluate_now,
+        };
+        let eps_warmup = (scale(0) < 1.0).then(|| [scale(0), scale(n_batches.saturating_sub(1))]);
+        Ok(Some(Trained {
+            stats,
+            lr,
+            train_seconds,
+            eps_warmup,
+        }))
+    }
+
+    fn measure_initial(&mut self, _needs: Needs) -> Result<ClassStats> {
+        let config = self.config;
+        let val = self.val_eval.as_ref().ok_or_else(|| {
+            let rule = config.rule.name();
+            crate::error::invalid(
+                "data.split",
+                "none",
+                format!("a validation split: the `{rule}` rule measures on it"),
+            )
+        })?;
+        tch::manual_seed(super::seeds::initial_seed(config.seed));
+        let e = evaluate_on(&self.model, val, config, self.device)?;
+        let v = split_record(&e);
+        Ok(ClassStats {
+            train_robust: Vec::new(),
+            val_clean: Some(v.clean),
+            val_robust: Some(v.robust),
+            val_errors: Some(e.errors),
+            val_costs: None,
+        })
+    }
+
+    /// Validation when the rule or a hook needs it, or on the evaluation schedule.
+    fn measure(&mut self, epoch: usize, trained: &Trained, needs: Needs) -> Result<ClassStats> {
+        let evaluate_val = self.clock.evaluate_now || needs.val_accuracy || needs.val_errors;
+        self.val_evaluation = match self.val_eval.is_some() && evaluate_val {
+            true => Some(self.eval_split(&self.model, epoch, EvalSplit::Val)?),
+            false => None,
+        };
+        let val_costs = match needs.val_costs {
+            true => self.val_costs(&self.model, epoch)?,
+            false => None,
+        };
+        let val = self.val_evaluation.as_ref().map(split_record);
+        Ok(ClassStats {
+            train_robust: trained.stats.train_robust.clone(),
+            val_clean: val.as_ref().map(|v| v.clean.clone()),
+            val_robust: val.map(|v| v.robust),
+            val_errors: self.val_evaluation.as_ref().map(|e| e.errors.clone()),
+            val_costs,
+        })
+    }
+
+    /// The `metrics.jsonl` line, with the test subset evaluated when the epoch is.
+    fn record(
+        &mut self,
+        epoch: usize,
+        plan: ClassPlan,
+        trained: Trained,
+        _stats: &ClassStats,
+        rule: &dyn ClassRule,
+    ) -> Result<EpochRecord> {
+        let val = self.val_evaluation.take().as_ref().map(split_record);
+        let test = match self.clock.evaluate_now {
+            true => Some(split_record(&self.eval_split(
+                &self.model,
+                epoch,
+                EvalSplit::Test,
+            )?)),
+            false => None,
+        };
+        let Trained {
+            stats: s,
+            lr,
+            train_seconds,
+            eps_warmup,
+        } = trained;
+        Ok(EpochRecord {
+            schema: METRICS_SCHEMA,
+            epoch,
+            rule: rule.name().to_owned(),
+            lr,
+            train_loss: s.mean_loss,
+            train_robust: s.train_robust,
+            train_attack_steps: s.attack_steps,
+            train_confusion: s.confusion.filter(|_| self.config.train.log_confusion),
+            plan,
+            rule_state: Some(rule.snapshot()?).filter(|v| !v.is_null()),
+            val,
+            test,
+            ema_test: None,
+            fawa_test: None,
+            averaging: Vec::new(),
+            eps_warmup,
+            seconds: 0.0,
+            train_seconds: Some(train_seconds),
+            train_images_per_second: Some(self.data.train.len() as f64 / train_seconds.max(1e-9)),
+            eval_seconds: None,
+        })
+    }
+
+    fn save(&mut self, epoch: usize) -> Result<()> {
+        let ck = self.dir.checkpoint(&checkpoint_name(epoch));
+        self.model.save(&ck.join("model.safetensors"))?;
+        self.sgd.save(&ck.join("optimizer.safetensors"))
+    }
+
+    /// `state.json`, naming the epoch's checkpoint; then the mid-epoch checkpoint it supersedes
+    /// is removed.
+    fn commit(&mut self, state: &DriverState) -> Result<()> {
+        let state = RunState {
+            completed_epochs: state.completed_epochs,
+            checkpoint: checkpoint_name(state.completed_epochs - 1),
+            rule: state.rule.clone(),
+            hooks: state.hooks.clone(),
+        };
+        write_json(&self.dir.state(), "run state", &state)?;
+        self.dir.remove_mid_epoch()
+    }
+
+    fn clean(&mut self, action: Cleanup) -> Result<()> {
+        match action {
+            Cleanup::Checkpoint(epoch) => {
+                let old = self.dir.checkpoint(&checkpoint_name(epoch));
+                if old.exists() {
+                    std::fs::remove_dir_all(&old).at("removing", &old)?;
+                }
+            }
+            Cleanup::File(f) => {
+                if f.exists() {
+                    std::fs::remove_file(&f).at("removing", &f)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The directory under `checkpoints/` of a 0-based epoch.
+pub(crate) fn checkpoint_name(epoch: usize) -> String {
+    format!("e{epoch:04}")
+}
