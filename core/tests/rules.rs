@@ -11,9 +11,13 @@ use classwise_theory::calibration::WatNormalization;
 use classwise_theory::metrics::ClassErrors;
 
 /// Two classes, ε = 0.1, TRADES β = 6, attack step 0.025.
+/// Two objectives of the trainer, as they describe themselves to the rules.
+const MART: Base = Base::adversarial("mart");
+const BAT: Base = Base::adversarial("bat");
+
 fn ctx() -> RuleContext {
     RuleContext {
-        base: Base::Trades,
+        base: Base::TRADES,
         n_classes: 2,
         eps: 0.1,
         beta: Some(6.0),
@@ -24,7 +28,7 @@ fn ctx() -> RuleContext {
 /// The same context without a β (AT, FAT, natural).
 fn ctx_without_beta() -> RuleContext {
     RuleContext {
-        base: Base::PgdAt,
+        base: Base::PGD_AT,
         beta: None,
         ..ctx()
     }
@@ -520,7 +524,7 @@ fn frl_updates_from_epoch_begin_minus_one() {
 #[test]
 fn frl_settings_are_checked() {
     // FRL is defined on the TRADES loss: PGD-AT (no β) and MART (a β, another loss) are refused.
-    for base in [Base::PgdAt, Base::Mart] {
+    for base in [Base::PGD_AT, MART] {
         let e = RuleConfig::Frl(FrlSettings::reweight_remargin(0, 40))
             .build(RuleContext { base, ..ctx() })
             .err()
@@ -767,7 +771,9 @@ fn class_beta_plans_the_given_vector() {
 #[test]
 fn rules_refuse_bases_their_papers_do_not_define_them_on() {
     let on = |base: Base, rule: RuleConfig| {
-        let beta = matches!(base, Base::Trades | Base::Mart | Base::Bat).then_some(6.0);
+        let beta = ["trades", "mart", "bat"]
+            .contains(&base.name)
+            .then_some(6.0);
         rule.build(RuleContext {
             base,
             beta,
@@ -777,7 +783,7 @@ fn rules_refuse_bases_their_papers_do_not_define_them_on() {
     let wat = || RuleConfig::Wat(WatSettings::new(0.1));
     let csl = || RuleConfig::Csl(CslSettings { gamma: 0.05 });
     // WAT's costs are TRADES losses.
-    for base in [Base::PgdAt, Base::Fat, Base::Mart, Base::Bat, Base::Natural] {
+    for base in [Base::PGD_AT, Base::FAT, MART, BAT, Base::NATURAL] {
         let e = on(base, wat()).err().unwrap();
         assert!(e.to_string().contains(base.name()), "{e}");
         assert_eq!(invalid_field(e), "train.method");
@@ -785,18 +791,18 @@ fn rules_refuse_bases_their_papers_do_not_define_them_on() {
     // CCM and CSL need a training attack; CCM composes with every adversarial base, CCR with
     // every base that has a β.
     for rule in [cfa(0.5, 0, false), csl()] {
-        let e = on(Base::Natural, rule).err().unwrap();
+        let e = on(Base::NATURAL, rule).err().unwrap();
         assert!(e.to_string().contains("training attack"), "{e}");
     }
-    for base in [Base::PgdAt, Base::Trades, Base::Fat, Base::Mart, Base::Bat] {
+    for base in [Base::PGD_AT, Base::TRADES, Base::FAT, MART, BAT] {
         on(base, cfa(0.5, 0, false)).unwrap();
         on(base, csl()).unwrap();
     }
-    for base in [Base::Trades, Base::Mart, Base::Bat] {
+    for base in [Base::TRADES, MART, BAT] {
         on(base, cfa(0.3, 0, true)).unwrap();
     }
     assert_eq!(
-        invalid_field(on(Base::Fat, cfa(0.3, 0, true)).err().unwrap()),
+        invalid_field(on(Base::FAT, cfa(0.3, 0, true)).err().unwrap()),
         "rule.ccr"
     );
 }

@@ -3,6 +3,7 @@
 
 use classwise_trainer::model::Model;
 use classwise_trainer::run::{RunConfig, TrainOptions, train};
+use classwise_trainer::train::Objective as _;
 use tch::Device;
 
 const CONFIG: &str = r#"

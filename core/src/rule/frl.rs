@@ -7,7 +7,7 @@ use classwise_theory::calibration::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{Base, ClassRule, RuleContext, parse_state, to_state};
+use super::{ClassRule, RuleContext, parse_state, to_state};
 use crate::error::{CoreError, Result, invalid, non_negative};
 use crate::plan::{ClassPlan, ClassStats, Needs};
 
@@ -102,9 +102,8 @@ pub struct Frl {
 
 impl Frl {
     pub fn new(s: FrlSettings, ctx: RuleContext) -> Result<Self> {
-        ctx.require_base(
+        ctx.require_trades(
             "frl",
-            &[Base::Trades],
             "FRL's constraints weigh the natural and boundary terms of the TRADES loss (Xu et al. \
              2021, §4)",
         )?;

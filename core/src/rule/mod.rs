@@ -78,39 +78,54 @@ pub trait ClassRule: Send {
     }
 }
 
-/// The base objective a rule is applied to (what its plan's entries act on).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Base {
-    /// Natural training: no attack, no β.
-    Natural,
-    /// PGD-AT (Madry et al.): CE on x'.
-    PgdAt,
-    /// TRADES: CE on x plus β·KL(p(x) ‖ p(x')).
-    Trades,
-    /// FAT: CE on early-stopped x̃.
-    Fat,
-    /// MART: boosted CE on x' plus β·(1 − p_y)·KL.
-    Mart,
-    /// BAT: CE on x_c plus β·KL on x_a plus α times the uniform-KL terms.
-    Bat,
+/// The base objective a rule is applied to, as the rules see it: its name and what a rule can
+/// require of it. Each objective describes itself (`Objective::base` in the trainer's objective
+/// files, `Base::kind` in the toy), so that a new method needs no change here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Base {
+    /// The method's name in messages (`pgd-at`, `trades`, ...).
+    pub name: &'static str,
+    /// Whether it trains on attacked inputs (so that a class budget ε_k means something).
+    pub adversarial: bool,
+    /// Whether it is TRADES (CE on x plus β·KL(p(x) ‖ p(x'))), the objective whose two terms
+    /// WAT and FRL weigh per class.
+    pub trades: bool,
 }
 
 impl Base {
-    pub fn name(self) -> &'static str {
-        match self {
-            Base::Natural => "natural",
-            Base::PgdAt => "pgd-at",
-            Base::Trades => "trades",
-            Base::Fat => "fat",
-            Base::Mart => "mart",
-            Base::Bat => "bat",
+    /// Natural training: no attack, no β.
+    pub const NATURAL: Base = Base {
+        name: "natural",
+        adversarial: false,
+        trades: false,
+    };
+    /// PGD-AT (Madry et al.): CE on x'.
+    pub const PGD_AT: Base = Base::adversarial("pgd-at");
+    /// TRADES: CE on x plus β·KL(p(x) ‖ p(x')).
+    pub const TRADES: Base = Base {
+        name: "trades",
+        adversarial: true,
+        trades: true,
+    };
+    /// FAT: CE on early-stopped x̃.
+    pub const FAT: Base = Base::adversarial("fat");
+
+    /// An adversarial objective other than TRADES.
+    pub const fn adversarial(name: &'static str) -> Base {
+        Base {
+            name,
+            adversarial: true,
+            trades: false,
         }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.name
     }
 
     /// Whether the base trains on attacked inputs (so that a class budget ε_k means something).
     pub fn is_adversarial(self) -> bool {
-        self != Base::Natural
+        self.adversarial
     }
 }
 
@@ -160,17 +175,16 @@ impl RuleContext {
         })
     }
 
-    /// An error when the base is not one of `bases` (the ones `rule`'s paper defines it
-    /// on; `why` says what it needs from them).
-    fn require_base(&self, rule: &str, bases: &[Base], why: &str) -> Result<()> {
-        if bases.contains(&self.base) {
+    /// An error when the base is not TRADES, the base `rule`'s paper defines it on (`why` says
+    /// what it needs from it).
+    fn require_trades(&self, rule: &str, why: &str) -> Result<()> {
+        if self.base.trades {
             return Ok(());
         }
-        let names: Vec<&str> = bases.iter().map(|b| b.name()).collect();
         Err(invalid(
             "train.method",
             self.base.name(),
-            format!("{} for the `{rule}` rule: {why}", names.join(" or ")),
+            format!("trades for the `{rule}` rule: {why}"),
         ))
     }
 

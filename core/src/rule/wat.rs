@@ -7,7 +7,7 @@ use classwise_theory::calibration::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{Base, ClassRule, RuleContext, parse_state, to_state};
+use super::{ClassRule, RuleContext, parse_state, to_state};
 use crate::error::{CoreError, Result, non_negative, same_len};
 use crate::plan::{ClassPlan, ClassStats, Needs};
 
@@ -81,9 +81,8 @@ struct WatSnapshot<'a> {
 impl Wat {
     pub fn new(s: WatSettings, ctx: RuleContext) -> Result<Self> {
         non_negative("rule.eta", s.eta)?;
-        ctx.require_base(
+        ctx.require_trades(
             "wat",
-            &[Base::Trades],
             "WAT's decisions and validation costs are TRADES losses (WAT §4)",
         )?;
         Ok(Wat {

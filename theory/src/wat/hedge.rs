@@ -68,11 +68,6 @@ impl Hedge {
         &self.cumulative
     }
 
-    /// `ln w_k^t` of WAT eq. (12): `η G_k - logsumexp_j(η G_j)`, computed with max-subtraction.
-    pub fn log_weights(&self) -> Vec<f64> {
-        log_exp_weights(&self.cumulative, self.eta)
-    }
-
     /// The weights `w^t` of WAT eq. (12) for the next round (a softmax of `η G`).
     pub fn weights(&self) -> Vec<f64> {
         exp_weights(&self.cumulative, self.eta)
@@ -161,26 +156,12 @@ impl LinearWeights {
     }
 }
 
-/// η·G with its maximum: the shared first step of [`exp_weights`] and [`log_exp_weights`].
-fn scaled_with_max(cumulative: &[f64], eta: f64) -> (Vec<f64>, f64) {
-    let scaled: Vec<f64> = cumulative.iter().map(|g| eta * g).collect();
-    let max = scaled.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (scaled, max)
-}
-
 /// WAT eq. (12): w_k = exp(η G_k) / Σ_j exp(η G_j), as a softmax with the maximum subtracted so
 /// that η·G ≫ 700 does not overflow. Inputs are assumed finite (callers validate).
 pub fn exp_weights(cumulative: &[f64], eta: f64) -> Vec<f64> {
-    let (scaled, max) = scaled_with_max(cumulative, eta);
+    let scaled: Vec<f64> = cumulative.iter().map(|g| eta * g).collect();
+    let max = scaled.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let exps: Vec<f64> = scaled.iter().map(|s| (s - max).exp()).collect();
     let sum: f64 = exps.iter().sum();
     exps.iter().map(|e| e / sum).collect()
-}
-
-/// ln of [`exp_weights`], without underflow for tiny weights.
-pub fn log_exp_weights(cumulative: &[f64], eta: f64) -> Vec<f64> {
-    let (scaled, max) = scaled_with_max(cumulative, eta);
-    let sum: f64 = scaled.iter().map(|s| (s - max).exp()).sum();
-    let log_norm = max + sum.ln();
-    scaled.iter().map(|s| s - log_norm).collect()
 }

@@ -61,10 +61,10 @@ impl Base {
     pub fn kind(&self) -> classwise_core::rule::Base {
         use classwise_core::rule::Base as Kind;
         match self {
-            Base::Natural => Kind::Natural,
-            Base::PgdAt => Kind::PgdAt,
-            Base::Trades { .. } => Kind::Trades,
-            Base::Fat { .. } => Kind::Fat,
+            Base::Natural => Kind::NATURAL,
+            Base::PgdAt => Kind::PGD_AT,
+            Base::Trades { .. } => Kind::TRADES,
+            Base::Fat { .. } => Kind::FAT,
         }
     }
 

@@ -99,9 +99,4 @@ impl RunReport {
         self.config.base.trades_beta()?;
         Some(self.history.iter().map(|r| r.plan.beta.clone()).collect())
     }
-
-    /// Test robust accuracy per epoch and class.
-    pub fn test_robust_trajectory(&self) -> Vec<Vec<f64>> {
-        self.history.iter().map(|r| r.test_robust.clone()).collect()
-    }
 }

@@ -110,20 +110,6 @@ impl EarlyStoppedPgd {
         }
     }
 
-    /// Zhang et al.'s original FAT attack: K steps of `step` on CE from a uniform start, τ, and
-    /// ω = 0.001 noise at every step (`zjfheart/Friendly-Adversarial-Training:earlystop.py`).
-    pub fn fat_original(tau: usize, steps: usize, step: f64) -> Self {
-        EarlyStoppedPgd {
-            steps,
-            step: StepSize::Absolute(step),
-            start: Start::Uniform,
-            loss: AttackLoss::CrossEntropy,
-            tau,
-            variant: EarlyStopVariant::Original,
-            step_noise: 0.001,
-        }
-    }
-
     /// Checks the settings; errors name `attack.<field>`.
     pub fn validate(&self) -> Result<()> {
         if self.steps == 0 {

@@ -534,7 +534,7 @@ pub fn trades_costs(
     let crate::train::Method::Trades(trades) = method else {
         return Err(invalid(
             "train.method",
-            method.name(),
+            crate::train::Objective::name(method),
             "trades (WAT's validation costs use the TRADES attack and loss)",
         ));
     };

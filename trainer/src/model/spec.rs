@@ -88,11 +88,6 @@ impl Architecture {
             Architecture::SmallCnnCifar => "SmallCNN-CIFAR".to_owned(),
         }
     }
-
-    /// Whether the network has BatchNorm layers (train and eval mode then differ).
-    pub fn has_batch_norm(&self) -> bool {
-        !matches!(self, Architecture::SmallCnn { .. })
-    }
 }
 
 /// Per-channel mean/std normalisation, applied as the model's first layer so that attacks and

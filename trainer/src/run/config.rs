@@ -8,7 +8,7 @@ use crate::data::{Augment, DataSource, SplitSpec};
 use crate::error::{IoContext, Result, invalid};
 use crate::eval::RobustCounting;
 use crate::model::{MemoryFormat, ModelSpec, Precision};
-use crate::train::{LrSchedule, Method, Needs, RuleConfig, RuleContext, SgdConfig};
+use crate::train::{LrSchedule, Method, Needs, Objective as _, RuleConfig, RuleContext, SgdConfig};
 use classwise_core::average::{Averaging, EmaSettings, FawaSettings};
 use classwise_core::select::Selection;
 

@@ -18,6 +18,7 @@
 //! the uniform-KL term is taken (`last-correct` x_c, `first-wrong` x_a, `fixed` x'). Plain
 //! TRADES is `method = "trades"`.
 
+use classwise_core::rule::Base;
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
@@ -127,6 +128,15 @@ impl Bat {
 }
 
 impl Objective for Bat {
+    fn name(&self) -> &'static str {
+        "bat"
+    }
+    fn base(&self) -> Base {
+        Base::adversarial("bat")
+    }
+    fn validate(&self) -> Result<()> {
+        Bat::validate(self)
+    }
     fn describe(&self) -> String {
         format!(
             "bat {:?} alpha {} source {:?} uniform on {:?} ({})",

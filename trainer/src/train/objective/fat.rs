@@ -7,6 +7,7 @@
 //! 90, 2 after, as `adjust_tau(epoch + 1)` in `zjfheart/Friendly-Adversarial-Training:FAT.py`)
 //! and CFA's (`cfa-repo` rule, τ = 3, no ω, the attack in train mode, `PKU-ML/CFA:attack.py`).
 
+use classwise_core::rule::Base;
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
@@ -57,6 +58,15 @@ impl Fat {
 }
 
 impl Objective for Fat {
+    fn name(&self) -> &'static str {
+        "fat"
+    }
+    fn base(&self) -> Base {
+        Base::FAT
+    }
+    fn validate(&self) -> Result<()> {
+        Fat::validate(self)
+    }
     fn describe(&self) -> String {
         let schedule = if self.tau_schedule.is_empty() {
             String::new()

@@ -9,6 +9,7 @@
 //! KL taken with log(p' + 1e-12), and x' from CE-PGD (10 × 0.007 from x + 0.001·N(0, I) in the
 //! paper's CIFAR-10 setting) in eval mode at budget ε_y.
 
+use classwise_core::rule::Base;
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
@@ -47,6 +48,15 @@ pub(crate) fn mart_per_sample(
 }
 
 impl Objective for Mart {
+    fn name(&self) -> &'static str {
+        "mart"
+    }
+    fn base(&self) -> Base {
+        Base::adversarial("mart")
+    }
+    fn validate(&self) -> Result<()> {
+        self.attack.validate()
+    }
     fn describe(&self) -> String {
         format!("mart ({})", self.attack.describe())
     }

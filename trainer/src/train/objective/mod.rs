@@ -7,8 +7,9 @@
 //! Class-wise weights: the objective's first term (CE on x or x') is multiplied by the plan's
 //! `natural_weight[y_i]`, its second term (TRADES' and MART's KL) by `boundary_weight[y_i]`, and
 //! TRADES-like objectives use β_{y_i} (CFA eq. (8)). So every class-wise rule composes with
-//! every objective without a copy. Adding a method is a new file here and one variant of
-//! [`Method`], the configuration's list of methods.
+//! every objective without a copy. Adding a method is a new file here (a struct implementing
+//! [`Objective`]: its name, its [`Base`] as the rules see it, its settings' checks, its loss)
+//! and one variant of [`Method`] with its arm in [`Method::objective`].
 
 mod bat;
 mod fat;
@@ -33,6 +34,7 @@ use crate::attack::{Attack, AttackInput, Budget, Pgd, StepSize};
 use crate::diagnose::probe;
 use crate::error::{Result, invalid};
 use crate::model::Classifier;
+use classwise_core::rule::Base;
 
 /// The loss of one batch and what it measured.
 pub struct StepOutput {
@@ -137,6 +139,14 @@ impl DevicePlan {
 
 /// A training objective.
 pub trait Objective {
+    /// The method's name in configurations (`[train] method = { method = "…" }`).
+    fn name(&self) -> &'static str;
+    /// The objective as the class-wise rules know it (which rules fit it).
+    fn base(&self) -> Base;
+    /// Checks the objective's settings; errors name `attack.<field>`.
+    fn validate(&self) -> Result<()> {
+        Ok(())
+    }
     fn describe(&self) -> String;
     /// Whether the objective has a trade-off β (class-wise rules such as CCR need one).
     fn uses_beta(&self) -> bool {
@@ -180,46 +190,18 @@ impl Method {
             Method::Bat(m) => m,
         }
     }
-
-    /// The base objective as the class-wise rules know it (which rules fit it).
-    pub fn base(&self) -> classwise_core::rule::Base {
-        use classwise_core::rule::Base;
-        match self {
-            Method::Natural => Base::Natural,
-            Method::PgdAt(_) => Base::PgdAt,
-            Method::Trades(_) => Base::Trades,
-            Method::Fat(_) => Base::Fat,
-            Method::Mart(_) => Base::Mart,
-            Method::Bat(_) => Base::Bat,
-        }
-    }
-
-    /// The method's name in configurations.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Method::Natural => "natural",
-            Method::PgdAt(_) => "pgd-at",
-            Method::Trades(_) => "trades",
-            Method::Fat(_) => "fat",
-            Method::Mart(_) => "mart",
-            Method::Bat(_) => "bat",
-        }
-    }
-
-    /// Checks the training attack's settings; errors name `attack.<field>`.
-    pub fn validate(&self) -> Result<()> {
-        match self {
-            Method::Natural => Ok(()),
-            Method::PgdAt(m) => m.attack.validate(),
-            Method::Trades(m) => m.attack.validate(),
-            Method::Fat(m) => m.validate(),
-            Method::Mart(m) => m.attack.validate(),
-            Method::Bat(m) => m.validate(),
-        }
-    }
 }
 
 impl Objective for Method {
+    fn name(&self) -> &'static str {
+        self.objective().name()
+    }
+    fn base(&self) -> Base {
+        self.objective().base()
+    }
+    fn validate(&self) -> Result<()> {
+        self.objective().validate()
+    }
     fn describe(&self) -> String {
         self.objective().describe()
     }

@@ -1,5 +1,6 @@
 //! Natural training: the mean of natural_weight[y_i]·CE(f(x_i), y_i).
 
+use classwise_core::rule::Base;
 use tch::Tensor;
 
 use super::{Objective, StepContext, StepOutput, prepare, weighted_ce};
@@ -11,6 +12,12 @@ use crate::model::Classifier;
 pub struct Natural;
 
 impl Objective for Natural {
+    fn name(&self) -> &'static str {
+        "natural"
+    }
+    fn base(&self) -> Base {
+        Base::NATURAL
+    }
     fn describe(&self) -> String {
         "natural".into()
     }

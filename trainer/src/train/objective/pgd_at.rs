@@ -1,6 +1,7 @@
 //! Madry et al.'s PGD-AT (CFA eqs. (1)-(2)): the mean of natural_weight[y_i]·CE(f(x'_i), y_i)
 //! with x' from CE-PGD at budget ε_{y_i}.
 
+use classwise_core::rule::Base;
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
@@ -20,6 +21,15 @@ pub struct PgdAt {
 }
 
 impl Objective for PgdAt {
+    fn name(&self) -> &'static str {
+        "pgd-at"
+    }
+    fn base(&self) -> Base {
+        Base::PGD_AT
+    }
+    fn validate(&self) -> Result<()> {
+        self.attack.validate()
+    }
     fn describe(&self) -> String {
         format!("pgd-at ({})", self.attack.describe())
     }

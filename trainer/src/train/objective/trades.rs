@@ -4,6 +4,7 @@
 //! eval mode at budget ε_y. The clean distribution is not detached (as in
 //! `yaodongyu/TRADES:trades.py`).
 
+use classwise_core::rule::Base;
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
@@ -34,6 +35,15 @@ pub(crate) fn term_weights(scaling: TradesScaling, beta: &Tensor) -> (Tensor, Te
 }
 
 impl Objective for Trades {
+    fn name(&self) -> &'static str {
+        "trades"
+    }
+    fn base(&self) -> Base {
+        Base::TRADES
+    }
+    fn validate(&self) -> Result<()> {
+        self.attack.validate()
+    }
     fn describe(&self) -> String {
         format!("trades {:?} ({})", self.scaling, self.attack.describe())
     }
