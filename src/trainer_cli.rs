@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use classwise_trainer::eval::{RobustCounting, markdown};
 use classwise_trainer::eval::autoattack::{AaAttack, Version};
 use classwise_trainer::eval::job::{self, AttackChoice, AutoAttackJob, EvalJob, EvalRequest};
+use classwise_trainer::eval::{RobustCounting, markdown};
 use classwise_trainer::model::MemoryFormat;
 use classwise_trainer::run::{self, RunConfig, TrainOptions};
 

@@ -15,18 +15,12 @@ pub fn repo_root() -> PathBuf {
     here.parent().map(PathBuf::from).unwrap_or(here)
 }
 
-/// Per-user cache: `$CLASSWISE_CACHE_DIR`, else `$XDG_CACHE_HOME/classwise`, else
-/// `$HOME/.cache/classwise`.
+/// Per-user cache, by the trainer's own rule ([`shared::cache_dir`]: `$CLASSWISE_CACHE_DIR`,
+/// else `$XDG_CACHE_HOME/classwise`, else `$HOME/.cache/classwise`); only where none of these is
+/// set, `<repo>/target/classwise-cache` (which the trainer then finds only through
+/// `CLASSWISE_CACHE_DIR` or `--data-dir`).
 pub fn default_cache_dir() -> PathBuf {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    var("CLASSWISE_CACHE_DIR")
-        .or_else(|| var("XDG_CACHE_HOME").map(|p| p.join("classwise")))
-        .or_else(|| var("HOME").map(|p| p.join(".cache").join("classwise")))
-        .unwrap_or_else(|| repo_root().join("target").join("classwise-cache"))
+    shared::cache_dir().unwrap_or_else(|| repo_root().join("target").join("classwise-cache"))
 }
 
 /// The link that `.cargo/config.toml` names as `LIBTORCH` (`<repo>/.libtorch`).
