@@ -10,7 +10,7 @@ use classwise_theory::calibration::{
 use classwise_theory::metrics::ClassAccuracy;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{CoreError, Result, invalid, unit};
+use crate::error::{Bound, CoreError, Result, check, invalid};
 use crate::plan::Needs;
 
 /// The plain EMA (`[ema]`): θ̄ is a copy of θ at `start_epoch` and θ̄ ← α·θ̄ + (1 − α)·θ after
@@ -64,10 +64,10 @@ impl Averaging {
     /// Checks the settings; errors name `ema.<field>` or `fawa.<field>`.
     pub fn validate(&self) -> Result<()> {
         match self {
-            Averaging::Ema(e) => unit("ema.alpha", e.alpha).map(|_| ()),
+            Averaging::Ema(e) => check("ema.alpha", e.alpha, Bound::Unit).map(|_| ()),
             Averaging::Fawa(f) => {
-                unit("fawa.alpha", f.alpha)?;
-                unit("fawa.delta", f.delta)?;
+                check("fawa.alpha", f.alpha, Bound::Unit)?;
+                check("fawa.delta", f.delta, Bound::Unit)?;
                 if let FawaGate::WorstFraction { fraction } = f.gate
                     && !(fraction > 0.0 && fraction <= 1.0)
                 {

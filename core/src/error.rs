@@ -1,6 +1,7 @@
 //! The crate's error type.
 
 use classwise_theory::TheoryError;
+pub(crate) use classwise_theory::check::Bound;
 
 /// Invalid settings or observations of a rule, an averaging or a selection strategy. Each
 /// variant names the field and what was expected.
@@ -69,21 +70,12 @@ pub(crate) fn invalid(
     }
 }
 
-/// `v` finite and ≥ 0.
-pub(crate) fn non_negative(field: &str, v: f64) -> Result<f64> {
-    if v.is_finite() && v >= 0.0 {
+/// `v` within one of the shared bounds ([`Bound`]), or an error naming `field`.
+pub(crate) fn check(field: &str, v: f64, bound: Bound) -> Result<f64> {
+    if bound.holds(v) {
         Ok(v)
     } else {
-        Err(invalid(field, v, "finite and >= 0"))
-    }
-}
-
-/// `v` in [0, 1].
-pub(crate) fn unit(field: &str, v: f64) -> Result<f64> {
-    if (0.0..=1.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(invalid(field, v, "in [0, 1]"))
+        Err(invalid(field, v, bound.expected()))
     }
 }
 

@@ -4,7 +4,7 @@
 use classwise_theory::metrics::ClassErrors;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, invalid, same_len};
+use crate::error::{Bound, Result, check, same_len};
 
 /// The per-class settings of one epoch. Sample i is trained with the entries of its class y_i.
 ///
@@ -48,9 +48,7 @@ impl ClassPlan {
 
     /// The plan with every ε_k multiplied by `factor` ∈ [0, 1] (an ε warm-up).
     pub fn with_eps_scale(&self, factor: f64) -> Result<Self> {
-        if !(0.0..=1.0).contains(&factor) {
-            return Err(invalid("eps_scale", factor, "in [0, 1]"));
-        }
+        check("eps_scale", factor, Bound::Unit)?;
         Ok(ClassPlan {
             eps: self.eps.iter().map(|e| e * factor).collect(),
             ..self.clone()
@@ -81,14 +79,12 @@ impl ClassPlan {
             ("boundary_weight", &self.boundary_weight),
         ] {
             same_len(&format!("plan.{name}"), n_classes, v.len())?;
-            if let Some(bad) = v.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
-                return Err(invalid(format!("plan.{name}"), bad, "finite and >= 0"));
+            for &x in v {
+                check(&format!("plan.{name}"), x, Bound::NonNegative)?;
             }
         }
-        if let Some(s) = self.step_size
-            && !(s.is_finite() && s >= 0.0)
-        {
-            return Err(invalid("plan.step_size", s, "finite and >= 0"));
+        if let Some(s) = self.step_size {
+            check("plan.step_size", s, Bound::NonNegative)?;
         }
         Ok(())
     }

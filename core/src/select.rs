@@ -17,7 +17,7 @@
 use classwise_theory::calibration::wat_select_iterate;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{CoreError, Result, invalid};
+use crate::error::{Bound, CoreError, Result, check};
 use crate::plan::Needs;
 
 /// A selection strategy (`[select]` with `kind = "last" | "best-avg-worst" | "cfa" | "wat"`).
@@ -78,12 +78,8 @@ impl Selection {
             ..
         } = *self
         {
-            if !(tolerance.is_finite() && tolerance >= 0.0) {
-                return Err(invalid("select.tolerance", tolerance, "finite and >= 0"));
-            }
-            if !(0.0..=1.0).contains(&from_fraction) {
-                return Err(invalid("select.from_fraction", from_fraction, "in [0, 1]"));
-            }
+            check("select.tolerance", tolerance, Bound::NonNegative)?;
+            check("select.from_fraction", from_fraction, Bound::Unit)?;
         }
         Ok(())
     }

@@ -8,7 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, TheoryError, require};
+use crate::check::Bound;
+use crate::error::{Result, TheoryError, check, require};
 
 // ---------------------------------------------------------------------------------------------
 // Validation helpers
@@ -34,21 +35,11 @@ fn same_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
     }
 }
 
-fn finite(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, v.is_finite(), "finite")
-}
-
-fn non_negative(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, v.is_finite() && v >= 0.0, "finite and >= 0")
-}
-
-fn unit_interval(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, (0.0..=1.0).contains(&v), "in [0, 1]")
-}
-
 fn all_finite(name: &'static str, values: &[f64]) -> Result<()> {
     non_empty(name, values.len())?;
-    values.iter().try_for_each(|&v| finite(name, v).map(|_| ()))
+    values
+        .iter()
+        .try_for_each(|&v| check(name, v, Bound::Finite).map(|_| ()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -63,12 +54,12 @@ fn all_finite(name: &'static str, values: &[f64]) -> Result<()> {
 /// reference code: for λ₁ = 0.5, ε_k ∈ [0.5ε, 1.5ε]. Paper values: λ₁ = 0.5 (AT), 0.3 (TRADES),
 /// 0.7 (FAT).
 pub fn cfa_class_epsilon(train_robust: &[f64], lambda1: f64, epsilon: f64) -> Result<Vec<f64>> {
-    non_negative("lambda1", lambda1)?;
-    non_negative("epsilon", epsilon)?;
+    check("lambda1", lambda1, Bound::NonNegative)?;
+    check("epsilon", epsilon, Bound::NonNegative)?;
     non_empty("train_robust", train_robust.len())?;
     train_robust
         .iter()
-        .map(|&t| Ok((lambda1 + unit_interval("train_robust", t)?) * epsilon))
+        .map(|&t| Ok((lambda1 + check("train_robust", t, Bound::Unit)?) * epsilon))
         .collect()
 }
 
@@ -78,19 +69,19 @@ pub fn cfa_class_epsilon(train_robust: &[f64], lambda1: f64, epsilon: f64) -> Re
 /// `classwise theory verify`): eq. (7) and `PKU-ML/CFA:train.py` multiply by β. This function
 /// follows eq. (7). Paper values: β = 6, λ₂ = 0.5.
 pub fn cfa_class_beta(train_robust: &[f64], lambda2: f64, beta: f64) -> Result<Vec<f64>> {
-    non_negative("lambda2", lambda2)?;
-    non_negative("beta", beta)?;
+    check("lambda2", lambda2, Bound::NonNegative)?;
+    check("beta", beta, Bound::NonNegative)?;
     non_empty("train_robust", train_robust.len())?;
     train_robust
         .iter()
-        .map(|&t| Ok((lambda2 + unit_interval("train_robust", t)?) * beta))
+        .map(|&t| Ok((lambda2 + check("train_robust", t, Bound::Unit)?) * beta))
         .collect()
 }
 
 /// CFA eq. (8) mixing weight: the per-sample loss [CE + β_y·KL]/(1 + β_y) equals
 /// (1 − b_y)·CE + b_y·KL with b_y = β_y/(1 + β_y), the form the reference code stores.
 pub fn cfa_ccr_weight(beta_k: f64) -> Result<f64> {
-    non_negative("beta_k", beta_k)?;
+    check("beta_k", beta_k, Bound::NonNegative)?;
     Ok(beta_k / (1.0 + beta_k))
 }
 
@@ -186,10 +177,10 @@ pub fn cfa_epoch_config(
     prev_train_robust: Option<&[f64]>,
 ) -> Result<CfaClassConfig> {
     non_empty("n_classes", n_classes)?;
-    non_negative("epsilon", config.epsilon)?;
-    non_negative("beta", config.beta)?;
-    non_negative("lambda1", config.lambda1)?;
-    non_negative("lambda2", config.lambda2)?;
+    check("epsilon", config.epsilon, Bound::NonNegative)?;
+    check("beta", config.beta, Bound::NonNegative)?;
+    check("lambda1", config.lambda1, Bound::NonNegative)?;
+    check("lambda2", config.lambda2, Bound::NonNegative)?;
     let calibrate = epoch >= config.begin && epoch > 0 && (config.ccm || config.ccr);
     let uniform_eps = vec![config.epsilon; n_classes];
     let uniform_beta = vec![config.beta; n_classes];
@@ -273,8 +264,8 @@ impl FawaConfig {
 /// For the Tiny-ImageNet variant (App. C.1) pass the mean of the worst 20% classes instead
 /// ([`crate::metrics::ClassAccuracy::worst_fraction_mean`]).
 pub fn fawa_accepts(worst_val_robust: f64, delta: f64, comparison: FawaComparison) -> Result<bool> {
-    unit_interval("worst_val_robust", worst_val_robust)?;
-    unit_interval("delta", delta)?;
+    check("worst_val_robust", worst_val_robust, Bound::Unit)?;
+    check("delta", delta, Bound::Unit)?;
     Ok(match comparison {
         FawaComparison::AtLeast => worst_val_robust >= delta,
         FawaComparison::Above => worst_val_robust > delta,
@@ -308,7 +299,7 @@ impl AverageAction {
 
 /// θ̄ ← α·θ̄ + (1 − α)·θ, elementwise (CFA Algorithm 1, FAWA/EMA update), α ∈ [0, 1].
 pub fn weight_average(averaged: &[f64], current: &[f64], alpha: f64) -> Result<Vec<f64>> {
-    unit_interval("alpha", alpha)?;
+    check("alpha", alpha, Bound::Unit)?;
     same_len("current", averaged.len(), current.len())?;
     Ok(averaged
         .iter()
@@ -327,7 +318,7 @@ pub fn fawa_action(
     worst_val_robust: f64,
     initialized: bool,
 ) -> Result<AverageAction> {
-    unit_interval("alpha", config.alpha)?;
+    check("alpha", config.alpha, Bound::Unit)?;
     let accepted = fawa_accepts(worst_val_robust, config.delta, config.comparison)?;
     Ok(if epoch < config.start_epoch || !accepted {
         AverageAction::Keep
@@ -343,7 +334,7 @@ pub fn fawa_action(
 /// Plain EMA decision (no gate): copy at `start_epoch` (0 in the reference code), average after,
 /// keep before.
 pub fn ema_action(epoch: usize, start_epoch: usize, alpha: f64) -> Result<AverageAction> {
-    unit_interval("alpha", alpha)?;
+    check("alpha", alpha, Bound::Unit)?;
     Ok(match epoch.cmp(&start_epoch) {
         std::cmp::Ordering::Less => AverageAction::Keep,
         std::cmp::Ordering::Equal => AverageAction::Copy,
@@ -393,7 +384,7 @@ pub fn wat_weights(
     eta: f64,
     normalization: WatNormalization,
 ) -> Result<Vec<f64>> {
-    non_negative("eta", eta)?;
+    check("eta", eta, Bound::NonNegative)?;
     all_finite("cumulative_costs", cumulative_costs)?;
     if cumulative_costs.len() < 2 {
         return Err(TheoryError::LengthMismatch {
@@ -406,7 +397,7 @@ pub fn wat_weights(
     // Finite inputs can still overflow when multiplied by eta.
     scaled
         .iter()
-        .try_for_each(|&s| finite("eta * cumulative_costs", s).map(|_| ()))?;
+        .try_for_each(|&s| check("eta * cumulative_costs", s, Bound::Finite).map(|_| ()))?;
     let scale = match normalization {
         WatNormalization::Code => (cumulative_costs.len() - 1) as f64,
         WatNormalization::Paper => 1.0,
@@ -442,7 +433,7 @@ pub fn wat_weights_from_history(
     eta: f64,
     normalization: WatNormalization,
 ) -> Result<Vec<f64>> {
-    non_negative("eta", eta)?;
+    check("eta", eta, Bound::NonNegative)?;
     if history.is_empty() {
         return wat_initial_weights(n_classes, normalization);
     }
@@ -468,16 +459,11 @@ pub fn wat_validation_costs(
 ) -> Result<Vec<f64>> {
     non_empty("class_ce_sums", class_ce_sums.len())?;
     same_len("class_kl_sums", class_ce_sums.len(), class_kl_sums.len())?;
-    non_negative("beta", beta)?;
-    require(
-        "divisor",
-        divisor,
-        divisor.is_finite() && divisor > 0.0,
-        "finite and > 0",
-    )?;
+    check("beta", beta, Bound::NonNegative)?;
+    check("divisor", divisor, Bound::Positive)?;
     for (&ce, &kl) in class_ce_sums.iter().zip(class_kl_sums) {
-        non_negative("class_ce_sums", ce)?;
-        non_negative("class_kl_sums", kl)?;
+        check("class_ce_sums", ce, Bound::NonNegative)?;
+        check("class_kl_sums", kl, Bound::NonNegative)?;
     }
     let k = class_ce_sums.len() as f64;
     let mut costs: Vec<f64> = class_ce_sums
@@ -664,10 +650,10 @@ pub fn frl_violations(
     same_len("class_boundary", class_standard.len(), class_boundary.len())?;
     all_finite("class_standard", class_standard)?;
     all_finite("class_boundary", class_boundary)?;
-    finite("overall_standard", overall_standard)?;
-    finite("overall_boundary", overall_boundary)?;
-    finite("tau1", tau1)?;
-    finite("tau2", tau2)?;
+    check("overall_standard", overall_standard, Bound::Finite)?;
+    check("overall_boundary", overall_boundary, Bound::Finite)?;
+    check("tau1", tau1, Bound::Finite)?;
+    check("tau2", tau2, Bound::Finite)?;
     let g0 = class_standard
         .iter()
         .map(|e| e - overall_standard - tau1)
@@ -682,7 +668,7 @@ pub fn frl_violations(
 /// FRL's `normalize_lambda` N(v): clamp at 0, then if Σv > lim rescale v to sum to lim.
 pub fn frl_normalize(v: &[f64], lim: f64) -> Result<Vec<f64>> {
     all_finite("v", v)?;
-    require("lim", lim, lim.is_finite() && lim > 0.0, "finite and > 0")?;
+    check("lim", lim, Bound::Positive)?;
     let clamped: Vec<f64> = v.iter().map(|x| x.max(0.0)).collect();
     let s: f64 = clamped.iter().sum();
     Ok(if s > lim {
@@ -695,7 +681,7 @@ pub fn frl_normalize(v: &[f64], lim: f64) -> Result<Vec<f64>> {
 /// α₁ in force during 1-based epoch `epoch`: the code halves `rate1` before training every epoch
 /// that is a multiple of `halve_every`, cumulatively, so α₁(e) = α₁ / 2^⌊e / halve_every⌋.
 pub fn frl_rate1(alpha1: f64, epoch: usize, halve_every: usize) -> Result<f64> {
-    non_negative("alpha1", alpha1)?;
+    check("alpha1", alpha1, Bound::NonNegative)?;
     if epoch == 0 {
         return Err(TheoryError::InvalidParameter {
             name: "epoch",
@@ -738,8 +724,8 @@ pub fn frl_update(
     all_finite("gamma0", gamma0)?;
     all_finite("gamma1", gamma1)?;
     all_finite("lambda2", &multipliers.lambda2)?;
-    non_negative("alpha1", alpha1)?;
-    non_negative("alpha2", config.alpha2)?;
+    check("alpha1", alpha1, Bound::NonNegative)?;
+    check("alpha2", config.alpha2, Bound::NonNegative)?;
     let l0: Vec<f64> = multipliers
         .lambda0
         .iter()
@@ -826,12 +812,12 @@ pub fn frl_weights(config: &FrlConfig, multipliers: &FrlMultipliers) -> Result<F
 pub fn csl_update(weights: &[f64], robust_errors: &[f64], gamma: f64) -> Result<Vec<f64>> {
     non_empty("weights", weights.len())?;
     same_len("robust_errors", weights.len(), robust_errors.len())?;
-    non_negative("gamma", gamma)?;
+    check("gamma", gamma, Bound::NonNegative)?;
     for &w in weights {
-        non_negative("weights", w)?;
+        check("weights", w, Bound::NonNegative)?;
     }
     for &r in robust_errors {
-        unit_interval("robust_errors", r)?;
+        check("robust_errors", r, Bound::Unit)?;
     }
     let s: f64 = weights.iter().sum();
     require("sum of weights", s, s > 0.0, "> 0")?;

@@ -33,6 +33,12 @@ pub enum TheoryError {
 
 pub type Result<T, E = TheoryError> = std::result::Result<T, E>;
 
+/// Checks `value` against one of the shared [`Bound`](crate::check::Bound)s, naming the
+/// parameter on failure.
+pub(crate) fn check(name: &'static str, value: f64, bound: crate::check::Bound) -> Result<f64> {
+    require(name, value, bound.holds(value), bound.expected())
+}
+
 /// Checks `value` against a predicate, naming the parameter on failure (also rejects NaN, since
 /// every predicate used here is false for NaN).
 pub(crate) fn require(

@@ -7,6 +7,7 @@
 //! are re-confirmed by `classwise theory verify`.
 
 pub mod calibration;
+pub mod check;
 pub mod error;
 pub mod eval;
 pub mod metrics;

@@ -16,7 +16,8 @@
 
 use serde::Serialize;
 
-use crate::error::{Result, TheoryError, require};
+use crate::check::Bound;
+use crate::error::{Result, TheoryError, check, require};
 
 // ---------------------------------------------------------------------------------------------
 // Validation helpers
@@ -126,30 +127,10 @@ pub fn wat_rho(
     strategy_avg: f64,
     strategy_worst: f64,
 ) -> Result<f64> {
-    require(
-        "baseline_avg",
-        baseline_avg,
-        baseline_avg.is_finite() && baseline_avg > 0.0,
-        "finite and > 0",
-    )?;
-    require(
-        "baseline_worst",
-        baseline_worst,
-        baseline_worst.is_finite() && baseline_worst > 0.0,
-        "finite and > 0",
-    )?;
-    require(
-        "strategy_avg",
-        strategy_avg,
-        strategy_avg.is_finite() && strategy_avg >= 0.0,
-        "finite and >= 0",
-    )?;
-    require(
-        "strategy_worst",
-        strategy_worst,
-        strategy_worst.is_finite() && strategy_worst >= 0.0,
-        "finite and >= 0",
-    )?;
+    check("baseline_avg", baseline_avg, Bound::Positive)?;
+    check("baseline_worst", baseline_worst, Bound::Positive)?;
+    check("strategy_avg", strategy_avg, Bound::NonNegative)?;
+    check("strategy_worst", strategy_worst, Bound::NonNegative)?;
     Ok((strategy_worst - baseline_worst) / baseline_worst
         - (baseline_avg - strategy_avg) / baseline_avg)
 }

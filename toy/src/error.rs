@@ -2,6 +2,7 @@
 
 use classwise_core::CoreError;
 use classwise_theory::TheoryError;
+pub(crate) use classwise_theory::check::Bound;
 
 /// Invalid input to a simulation. Each variant names the offending parameter and what was
 /// expected.
@@ -32,6 +33,11 @@ pub enum ToyError {
 }
 
 pub type Result<T, E = ToyError> = std::result::Result<T, E>;
+
+/// Checks `value` against one of the shared [`Bound`]s, naming the parameter on failure.
+pub(crate) fn check(name: &'static str, value: f64, bound: Bound) -> Result<f64> {
+    require(name, value, bound.holds(value), bound.expected())
+}
 
 /// Checks `value` against a predicate, naming the parameter on failure (NaN always fails).
 pub(crate) fn require(

@@ -1,5 +1,6 @@
 //! The trainer's error type.
 
+pub use classwise_theory::check::Bound;
 use std::path::PathBuf;
 
 pub type Result<T, E = TrainerError> = std::result::Result<T, E>;
@@ -82,6 +83,15 @@ impl TrainerError {
             },
             other => other,
         }
+    }
+}
+
+/// `v` within one of the shared bounds ([`Bound`]), or an error naming `field`.
+pub fn check(field: impl Into<String>, v: f64, bound: Bound) -> Result<f64> {
+    if bound.holds(v) {
+        Ok(v)
+    } else {
+        Err(invalid(field, v, bound.expected()))
     }
 }
 

@@ -7,7 +7,7 @@ use classwise_theory::calibration::{CfaConfig, cfa_epoch_config};
 use serde::{Deserialize, Serialize};
 
 use super::{ClassRule, RuleContext, parse_state, to_state};
-use crate::error::{Result, non_negative, same_len, unit};
+use crate::error::{Bound, Result, check, same_len};
 use crate::plan::{ClassPlan, ClassStats};
 
 /// CFA's settings (`[rule] kind = "cfa"`).
@@ -70,8 +70,8 @@ struct CfaState {
 
 impl Cfa {
     pub fn new(s: CfaSettings, ctx: RuleContext) -> Result<Self> {
-        non_negative("rule.lambda1", s.lambda1)?;
-        non_negative("rule.lambda2", s.lambda2)?;
+        check("rule.lambda1", s.lambda1, Bound::NonNegative)?;
+        check("rule.lambda2", s.lambda2, Bound::NonNegative)?;
         if s.ccm {
             ctx.require_adversarial("cfa", "CCM's class budget ε_k (CFA eq. (6))")?;
         }
@@ -124,7 +124,7 @@ impl ClassRule for Cfa {
     fn observe(&mut self, _epoch: usize, stats: &ClassStats) -> Result<()> {
         same_len("train_robust", self.n_classes, stats.train_robust.len())?;
         for &t in &stats.train_robust {
-            unit("train_robust", t)?;
+            check("train_robust", t, Bound::Unit)?;
         }
         self.state.prev_train_robust = Some(stats.train_robust.clone());
         Ok(())

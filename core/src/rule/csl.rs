@@ -8,7 +8,7 @@ use classwise_theory::calibration::csl_update;
 use serde::{Deserialize, Serialize};
 
 use super::{ClassRule, RuleContext, parse_state, to_state};
-use crate::error::{CoreError, Result, non_negative};
+use crate::error::{Bound, CoreError, Result, check};
 use crate::plan::{ClassPlan, ClassStats, Needs};
 
 /// CSL's settings (`[rule] kind = "csl"`).
@@ -37,7 +37,7 @@ struct CslState {
 
 impl Csl {
     pub fn new(s: CslSettings, ctx: RuleContext) -> Result<Self> {
-        non_negative("rule.gamma", s.gamma)?;
+        check("rule.gamma", s.gamma, Bound::NonNegative)?;
         ctx.require_adversarial("csl", "the validation robust error it reweights by")?;
         Ok(Csl {
             gamma: s.gamma,

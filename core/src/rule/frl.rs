@@ -8,7 +8,7 @@ use classwise_theory::calibration::{
 use serde::{Deserialize, Serialize};
 
 use super::{ClassRule, RuleContext, parse_state, to_state};
-use crate::error::{CoreError, Result, invalid, non_negative};
+use crate::error::{Bound, CoreError, Result, check, invalid};
 use crate::plan::{ClassPlan, ClassStats, Needs};
 
 /// FRL's settings (`[rule] kind = "frl"`; defaults of `hannxu123/fair_robust`).
@@ -114,7 +114,7 @@ impl Frl {
             ("rule.alpha1", s.alpha1),
             ("rule.alpha2", s.alpha2),
         ] {
-            non_negative(name, v)?;
+            check(name, v, Bound::NonNegative)?;
         }
         if !(s.lim > 0.0 && s.lim < 1.0) {
             return Err(invalid("rule.lim", s.lim, "in (0, 1)"));

@@ -41,7 +41,7 @@ pub use wat::{Wat, WatLossScale, WatSettings};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, invalid, non_negative};
+use crate::error::{Bound, Result, check, invalid};
 use crate::plan::{ClassPlan, ClassStats, Needs};
 
 /// A class-wise rule (see the module docs).
@@ -153,10 +153,10 @@ impl RuleContext {
         if self.n_classes == 0 {
             return Err(invalid("n_classes", 0, ">= 1"));
         }
-        non_negative("eps", self.eps)?;
-        non_negative("step_size", self.step_size)?;
+        check("eps", self.eps, Bound::NonNegative)?;
+        check("step_size", self.step_size, Bound::NonNegative)?;
         if let Some(b) = self.beta {
-            non_negative("beta", b)?;
+            check("beta", b, Bound::NonNegative)?;
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use classwise_theory::calibration::{
 use serde::{Deserialize, Serialize};
 
 use super::{ClassRule, RuleContext, parse_state, to_state};
-use crate::error::{CoreError, Result, non_negative, same_len};
+use crate::error::{Bound, CoreError, Result, check, same_len};
 use crate::plan::{ClassPlan, ClassStats, Needs};
 
 /// WAT's settings (`[rule] kind = "wat"`).
@@ -80,7 +80,7 @@ struct WatSnapshot<'a> {
 
 impl Wat {
     pub fn new(s: WatSettings, ctx: RuleContext) -> Result<Self> {
-        non_negative("rule.eta", s.eta)?;
+        check("rule.eta", s.eta, Bound::NonNegative)?;
         ctx.require_trades(
             "wat",
             "WAT's decisions and validation costs are TRADES losses (WAT §4)",

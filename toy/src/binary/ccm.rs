@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::fit::{Condition, conditions, maximise_accuracy};
 use super::sampler::Sampler;
-use crate::error::{Result, require, require_count};
+use crate::error::{Bound, Result, check, require_count};
 
 /// One epoch of [`ccm_run`].
 #[derive(Clone, Debug, Serialize)]
@@ -119,13 +119,8 @@ pub fn ccm_run(
     n: usize,
     seed: u64,
 ) -> Result<CcmReport> {
-    require("eps", eps, eps >= 0.0 && eps.is_finite(), "finite and >= 0")?;
-    require(
-        "lambda1",
-        lambda1,
-        lambda1 >= 0.0 && lambda1.is_finite(),
-        "finite and >= 0",
-    )?;
+    check("eps", eps, Bound::NonNegative)?;
+    check("lambda1", lambda1, Bound::NonNegative)?;
     require_count("epochs", epochs, 1)?;
     require_count("samples", n, 1)?;
     let sampler = Sampler::new(model);

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::label;
 use super::perturb::LinearClassifier;
 use super::sampler::Sampler;
-use crate::error::{Result, ToyError, require, require_count};
+use crate::error::{Bound, Result, ToyError, check, require_count};
 
 /// One condition a·w + b > 0.
 pub type Condition = (f64, f64);
@@ -151,12 +151,7 @@ pub fn fit_surrogate(conditions: &[Condition], max_iter: usize, tol: f64) -> Res
     require_count("conditions", conditions.len(), 1)?;
     let n = conditions.len() as f64;
     let scale = (conditions.iter().map(|c| c.1 * c.1).sum::<f64>() / n).sqrt();
-    require(
-        "rms of S",
-        scale,
-        scale > 0.0 && scale.is_finite(),
-        "finite and > 0",
-    )?;
+    check("rms of S", scale, Bound::Positive)?;
     let data: Vec<(f64, f64)> = conditions.iter().map(|&(a, b)| (a, b / scale)).collect();
     let mut theta = [1.0, 1.0];
     let mut cur = Logistic::at(&data, theta);
@@ -323,7 +318,7 @@ pub fn fit_report(
     require_count("samples", n, 1)?;
     require_count("eps (number of budgets)", eps.len(), 1)?;
     for &e in eps {
-        require("eps", e, e >= 0.0 && e.is_finite(), "finite and >= 0")?;
+        check("eps", e, Bound::NonNegative)?;
     }
     let sampler = Sampler::new(model);
     let both = |e: f64| {

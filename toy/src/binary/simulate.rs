@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::label;
 use super::perturb::LinearClassifier;
 use super::sampler::{Sampler, Samples};
-use crate::error::{Result, require, require_count};
+use crate::error::{Bound, Result, check, require_count};
 
 /// A Monte Carlo proportion and its standard error √(m(1−m)/N).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -213,9 +213,9 @@ fn closed_forms(model: &BinaryModel, w: f64, eps: f64) -> Result<Accuracies<f64>
 pub fn sweep(model: BinaryModel, ws: &[f64], eps: f64, n: usize, seed: u64) -> Result<Sweep> {
     require_count("w (number of values)", ws.len(), 1)?;
     for &w in ws {
-        require("w", w, w > 0.0 && w.is_finite(), "finite and > 0")?;
+        check("w", w, Bound::Positive)?;
     }
-    require("eps", eps, eps >= 0.0 && eps.is_finite(), "finite and >= 0")?;
+    check("eps", eps, Bound::NonNegative)?;
     require_count("samples", n, 1)?;
     let sampler = Sampler::new(model);
     let fs: Vec<LinearClassifier> = ws

@@ -12,7 +12,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use super::model::{Linear, argmax, softmax};
-use crate::error::{Result, require};
+use crate::error::{Bound, Result, check, require};
 
 /// Worst-case margins of a linear model at budget ε: entry j ≠ y is
 ///
@@ -287,7 +287,7 @@ fn sign(v: f64) -> f64 {
 }
 
 fn check_budget(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, v.is_finite() && v >= 0.0, "finite and >= 0")
+    check(name, v, Bound::NonNegative)
 }
 
 fn check_label(model: &Linear, y: usize) -> Result<()> {

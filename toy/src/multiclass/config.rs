@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::attack::PgdConfig;
 use super::data::ToyData;
 use super::loss::Base;
-use crate::error::{Result, require, require_count};
+use crate::error::{Bound, Result, check, require, require_count};
 
 /// The methods of the CLI (`natural|at|trades|fat|cfa|cfa-at|cfa-trades|cfa-fat|wat|frl|csl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,20 +227,20 @@ impl RunConfig {
     pub fn validate(&self) -> Result<()> {
         self.data.validate()?;
         require_count("epochs", self.epochs, 1)?;
-        positive("lr", self.lr)?;
+        check("lr", self.lr, Bound::Positive)?;
         require(
             "momentum",
             self.momentum,
             (0.0..1.0).contains(&self.momentum),
             "in [0, 1)",
         )?;
-        non_negative("weight_decay", self.weight_decay)?;
+        check("weight_decay", self.weight_decay, Bound::NonNegative)?;
         require_count("batch_size", self.batch_size, 1)?;
-        non_negative("init_scale", self.init_scale)?;
-        non_negative("epsilon", self.epsilon)?;
+        check("init_scale", self.init_scale, Bound::NonNegative)?;
+        check("epsilon", self.epsilon, Bound::NonNegative)?;
         self.attack.validate("attack.step_size")?;
         self.cost_attack.validate("cost_attack.step_size")?;
-        non_negative("cost_beta", self.cost_beta)?;
+        check("cost_beta", self.cost_beta, Bound::NonNegative)?;
         self.base.validate()?;
         // Building the rule checks its settings and that it fits the base.
         // The toy's name for the base is `base` (the trainer's is `train.method`).
@@ -260,7 +260,7 @@ impl RunConfig {
             Averaging::Fawa(f).validate()?;
         }
         if let Some(a) = self.ema_alpha {
-            unit("ema_alpha", a)?;
+            check("ema_alpha", a, Bound::Unit)?;
         }
         Ok(())
     }
@@ -320,16 +320,4 @@ fn default_data() -> ToyData {
         n_val: 50,
         n_test: 100,
     }
-}
-
-fn positive(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, v.is_finite() && v > 0.0, "finite and > 0")
-}
-
-fn non_negative(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, v.is_finite() && v >= 0.0, "finite and >= 0")
-}
-
-fn unit(name: &'static str, v: f64) -> Result<f64> {
-    require(name, v, (0.0..=1.0).contains(&v), "in [0, 1]")
 }

@@ -29,7 +29,7 @@ use rand::RngExt;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, ToyError, require, require_count};
+use crate::error::{Bound, Result, ToyError, check, require, require_count};
 use crate::rng::{stream, stream_id};
 
 /// Stream tag of the data sampler (multiclass tags are 16..=31).
@@ -113,18 +113,8 @@ impl ToyData {
         require_count("data.n_classes", self.n_classes, 2)?;
         require_count("data.block", self.block, 1)?;
         let r = self.robust_scale;
-        require(
-            "data.robust_scale",
-            r,
-            r.is_finite() && r > 0.0,
-            "finite and > 0",
-        )?;
-        require(
-            "data.eta",
-            self.eta,
-            self.eta.is_finite() && self.eta >= 0.0,
-            "finite and >= 0",
-        )?;
+        check("data.robust_scale", r, Bound::Positive)?;
+        check("data.eta", self.eta, Bound::NonNegative)?;
         check_class_vector("data.reliability", &self.reliability, self.n_classes)?;
         for &p in &self.reliability {
             require(
@@ -136,7 +126,7 @@ impl ToyData {
         }
         check_class_vector("data.noise", &self.noise, self.n_classes)?;
         for &s in &self.noise {
-            require("data.noise", s, s.is_finite() && s > 0.0, "finite and > 0")?;
+            check("data.noise", s, Bound::Positive)?;
         }
         require_count("data.n_train", self.n_train, 1)?;
         require_count("data.n_val", self.n_val, 1)?;

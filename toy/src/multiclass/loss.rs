@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::attack::{AttackLoss, PgdConfig, fat_pgd, pgd};
 use super::model::{Linear, cross_entropy, kl_divergence};
-use crate::error::{Result, require, require_count};
+use crate::error::{Bound, Result, check, require_count};
 
 /// The base adversarial-training method.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -41,12 +41,7 @@ impl Base {
     pub fn validate(&self) -> Result<()> {
         match *self {
             Base::Trades { beta } => {
-                require(
-                    "base.beta",
-                    beta,
-                    beta.is_finite() && beta >= 0.0,
-                    "finite and >= 0",
-                )?;
+                check("base.beta", beta, Bound::NonNegative)?;
             }
             Base::Fat { tau } => {
                 require_count("base.tau", tau, 1)?;

@@ -7,7 +7,7 @@
 use rand_distr::{Distribution, StandardNormal};
 use serde::Serialize;
 
-use crate::error::{Result, ToyError, require, require_count};
+use crate::error::{Bound, Result, ToyError, check, require_count};
 use crate::rng::{stream, stream_id};
 
 /// Stream tag of the parameter initialisation.
@@ -35,12 +35,7 @@ impl Linear {
 
     /// Weights i.i.d. `scale`·N(0, 1) from the seed's init stream, biases 0.
     pub fn init(n_classes: usize, dim: usize, scale: f64, seed: u64) -> Result<Self> {
-        require(
-            "init_scale",
-            scale,
-            scale.is_finite() && scale >= 0.0,
-            "finite and >= 0",
-        )?;
+        check("init_scale", scale, Bound::NonNegative)?;
         let mut model = Self::zeros(n_classes, dim)?;
         let mut rng = stream(seed, stream_id(TAG_INIT, 0, 0));
         let n_weights = n_classes * dim;

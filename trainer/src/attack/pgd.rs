@@ -10,7 +10,7 @@ use tch::{Kind, Tensor};
 
 use super::loss::AttackLoss;
 use super::{Attack, AttackInput, check_input, input_gradient, project};
-use crate::error::{Result, invalid};
+use crate::error::{Bound, Result, check, invalid};
 use crate::model::Classifier;
 use crate::profile;
 
@@ -123,13 +123,9 @@ impl Pgd {
 /// Checks a step size, a start and a loss.
 pub(crate) fn validate_common(step: StepSize, start: Start, loss: AttackLoss) -> Result<()> {
     let (StepSize::Absolute(a) | StepSize::FractionOfEps(a)) = step;
-    if !(a.is_finite() && a >= 0.0) {
-        return Err(invalid("attack.step", a, "finite and >= 0"));
-    }
-    if let Start::Normal { std } = start
-        && !(std.is_finite() && std >= 0.0)
-    {
-        return Err(invalid("attack.start.std", std, "finite and >= 0"));
+    check("attack.step", a, Bound::NonNegative)?;
+    if let Start::Normal { std } = start {
+        check("attack.start.std", std, Bound::NonNegative)?;
     }
     match loss {
         AttackLoss::CwMargin { kappa } if !(kappa.is_finite() && kappa >= 0.0) => {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::attack::{Eps, Pgd};
 use crate::data::{Augment, DataSource, SplitSpec};
-use crate::error::{IoContext, Result, invalid};
+use crate::error::{Bound, IoContext, Result, check, invalid};
 use crate::eval::RobustCounting;
 use crate::model::{MemoryFormat, ModelSpec, Precision};
 use crate::train::{LrSchedule, Method, Needs, Objective as _, RuleConfig, RuleContext, SgdConfig};
@@ -331,9 +331,7 @@ impl RunConfig {
         if self.batch_size == 0 {
             return Err(invalid("batch_size", 0, ">= 1"));
         }
-        if !(self.train.beta.is_finite() && self.train.beta >= 0.0) {
-            return Err(invalid("train.beta", self.train.beta, "finite and >= 0"));
-        }
+        check("train.beta", self.train.beta, Bound::NonNegative)?;
         if self.eval.batch_size == Some(0) {
             return Err(invalid("eval.batch_size", 0, ">= 1"));
         }

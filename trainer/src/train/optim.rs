@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use tch::Tensor;
 use tch::nn::VarStore;
 
-use crate::error::{Result, TrainerError, invalid};
+use crate::error::{Bound, Result, TrainerError, check, invalid};
 use crate::model::safetensors::{load_tensors, save_tensors};
 
 /// SGD hyper-parameters.
@@ -36,13 +36,11 @@ impl SgdConfig {
         if !(0.0..1.0).contains(&self.momentum) {
             return Err(invalid("optimizer.momentum", self.momentum, "in [0, 1)"));
         }
-        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
-            return Err(invalid(
-                "optimizer.weight_decay",
-                self.weight_decay,
-                "finite and >= 0",
-            ));
-        }
+        check(
+            "optimizer.weight_decay",
+            self.weight_decay,
+            Bound::NonNegative,
+        )?;
         if self.nesterov && self.momentum == 0.0 {
             return Err(invalid(
                 "optimizer.nesterov",

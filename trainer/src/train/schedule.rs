@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, invalid};
+use crate::error::{Bound, Result, check, invalid};
 
 /// lr(e) = the rate of the last piece whose start ≤ e (0-based), else `base`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,18 +50,9 @@ impl LrSchedule {
     }
 
     pub fn validate(&self) -> Result<()> {
-        let ok = |v: f64| v.is_finite() && v >= 0.0;
-        if !ok(self.base) {
-            return Err(invalid("schedule.base", self.base, "finite and >= 0"));
-        }
+        check("schedule.base", self.base, Bound::NonNegative)?;
         for (i, &(e, lr)) in self.pieces.iter().enumerate() {
-            if !ok(lr) {
-                return Err(invalid(
-                    format!("schedule.pieces[{i}].lr"),
-                    lr,
-                    "finite and >= 0",
-                ));
-            }
+            check(format!("schedule.pieces[{i}].lr"), lr, Bound::NonNegative)?;
             if i > 0 && e <= self.pieces[i - 1].0 {
                 return Err(invalid(
                     format!("schedule.pieces[{i}].epoch"),

@@ -11,7 +11,7 @@ use super::report::{AutoAttackReport, StepReport};
 use super::state::{Clock, State, StateKey, Store, data_fingerprint};
 use super::step::{Runner, Step};
 use crate::data::Dataset;
-use crate::error::{Result, invalid};
+use crate::error::{Bound, Result, check, invalid};
 use crate::eval::{Evaluation, Outcomes, RobustCounting, first_batch_checks, summarize};
 use crate::model::Classifier;
 
@@ -108,9 +108,7 @@ impl Cascade<'_> {
         if self.batch_size == 0 {
             return Err(invalid("batch_size", 0, ">= 1"));
         }
-        if !(self.eps.is_finite() && self.eps >= 0.0) {
-            return Err(invalid("eps", self.eps, "finite and >= 0"));
-        }
+        check("eps", self.eps, Bound::NonNegative)?;
         if data.is_empty() {
             return Err(invalid("data", "no samples", "at least one image"));
         }

@@ -28,7 +28,7 @@ use super::{
     planned_step, prepare,
 };
 use crate::attack::{AttackInput, EarlyStopVariant, EarlyStoppedPgd, Pgd};
-use crate::error::{Result, invalid};
+use crate::error::{Bound, Result, check, invalid};
 use crate::model::Classifier;
 
 /// Where a BAT term is evaluated.
@@ -94,9 +94,7 @@ impl Bat {
     /// Checks the attack and the settings; errors name the field.
     pub fn validate(&self) -> Result<()> {
         self.attack.validate()?;
-        if !(self.alpha.is_finite() && self.alpha >= 0.0) {
-            return Err(invalid("alpha", self.alpha, "finite and >= 0"));
-        }
+        check("alpha", self.alpha, Bound::NonNegative)?;
         for (i, p) in self.uniform_on.iter().enumerate() {
             if self.uniform_on[..i].contains(p) {
                 return Err(invalid(
