@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use classwise_trainer::interrupt::{self, EXIT_INTERRUPTED};
 use classwise_trainer::sweep::local::{LocalOptions, run_local};
-use classwise_trainer::sweep::slurm::{SlurmOptions, script, stages};
+use classwise_trainer::sweep::slurm::{SlurmOptions, write_stages};
 use classwise_trainer::sweep::task::{EXIT_BUSY, EXIT_WAITING, TaskOptions, TaskOutcome, run_task};
 use classwise_trainer::sweep::{self, collect, status};
 
@@ -146,176 +146,20 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
             workers,
             threads,
             data_dir,
-        } => {
-            let workers = usize::try_from(workers)?;
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let threads = match threads {
-                Some(t) => usize::try_from(t)?,
-                None => (cpus / workers).max(1),
-            };
-            interrupt::install()?;
-            let report = run_local(
-                &dir,
-                &LocalOptions {
-                    workers,
-                    threads,
-                    program: std::env::current_exe().context("locating the classwise binary")?,
-                    data_dir,
-                },
-            )?;
-            eprintln!(
-                "{} trained, {} already done, {} interrupted, {} failed, {} busy, {} not started",
-                report.done.len(),
-                report.skipped.len(),
-                report.interrupted.len(),
-                report.failed.len(),
-                report.busy.len(),
-                report.not_started.len()
-            );
-            for (id, how, log) in &report.failed {
-                eprintln!("failed: {id} ({how}); its log: {}", log.display());
-            }
-            Ok(if !report.failed.is_empty() {
-                ExitCode::FAILURE
-            } else if !report.interrupted.is_empty() || !report.not_started.is_empty() {
-                ExitCode::from(EXIT_INTERRUPTED)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        } => run_here(&dir, workers, threads, data_dir),
         SweepCommand::Slurm {
             dir,
             slurm,
             all,
             submit,
             data_dir,
-        } => {
-            let dir = absolute(&dir)?;
-            let (manifest, rows) = status::status(&dir)?;
-            let indices: Vec<usize> = rows
-                .iter()
-                .filter(|r| all || r.state != status::RunState::Done)
-                .map(|r| r.index)
-                .collect();
-            if indices.is_empty() {
-                eprintln!("every run of {} is done: nothing to submit", dir.display());
-                return Ok(ExitCode::SUCCESS);
-            }
-            let options = slurm.options(
-                std::env::current_exe().context("locating the classwise binary")?,
-                data_dir.map(|d| absolute(&d)).transpose()?,
-            );
-            // One array per stage: runs that start from others go after them.
-            let stage = stages(&manifest);
-            let mut previous: Option<String> = None;
-            for level in 0..=stage.iter().copied().max().unwrap_or(0) {
-                let here: Vec<usize> = indices
-                    .iter()
-                    .copied()
-                    .filter(|&i| stage[i] == level)
-                    .collect();
-                if here.is_empty() {
-                    continue;
-                }
-                let text = script(&dir, &manifest.name, &here, &options);
-                let file = match level {
-                    0 => "sweep.sbatch".to_owned(),
-                    l => format!("sweep-stage{l}.sbatch"),
-                };
-                let path = dir.join("slurm").join(file);
-                classwise_trainer::io::write_atomic(&path, text.as_bytes())?;
-                eprintln!(
-                    "wrote {} ({} array tasks{})",
-                    path.display(),
-                    here.len(),
-                    if level > 0 {
-                        ", to submit after the previous stage: sbatch --dependency=afterany:JOB"
-                    } else {
-                        ""
-                    }
-                );
-                if !submit {
-                    println!("{}", path.display());
-                    continue;
-                }
-                let mut sbatch = std::process::Command::new("sbatch");
-                sbatch.arg("--parsable");
-                if let Some(job) = &previous {
-                    sbatch.arg(format!("--dependency=afterany:{job}"));
-                }
-                let out = sbatch.arg(&path).output().context(
-                    "running sbatch (is Slurm installed? tools/slurm/setup.sh starts a \
-                     single-node cluster)",
-                )?;
-                if !out.status.success() {
-                    bail!(
-                        "sbatch {} failed: {}",
-                        path.display(),
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    );
-                }
-                let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-                let id = id.split(';').next().unwrap_or_default().to_owned();
-                println!("{id}");
-                previous = Some(id);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => submit_slurm(&dir, slurm, all, submit, data_dir),
         SweepCommand::Task {
             dir,
             index,
             threads,
             data_dir,
-        } => {
-            if let Some(t) = threads {
-                classwise_trainer::tch::set_num_threads(i32::try_from(t)?);
-            }
-            interrupt::install()?;
-            let outcome = run_task(
-                &dir,
-                index,
-                TaskOptions {
-                    data_dir,
-                    build: crate::trainer_cli::build_info(),
-                    verbose: true,
-                },
-            )?;
-            Ok(match outcome {
-                TaskOutcome::AlreadyDone => {
-                    eprintln!("run {index} of {} is already complete", dir.display());
-                    ExitCode::SUCCESS
-                }
-                TaskOutcome::Done => ExitCode::SUCCESS,
-                TaskOutcome::Interrupted(mid) => {
-                    eprintln!(
-                        "interrupted{} before batch {} of epoch {}: checkpointed; the next task \
-                         for index {index} resumes it",
-                        mid.signal.map(|s| format!(" by {s}")).unwrap_or_default(),
-                        mid.progress.next_step,
-                        mid.epoch + 1
-                    );
-                    ExitCode::from(EXIT_INTERRUPTED)
-                }
-                TaskOutcome::Waiting(ids) => {
-                    eprintln!(
-                        "run {index} of {} starts from runs that are not complete: {}",
-                        dir.display(),
-                        ids.join(", ")
-                    );
-                    ExitCode::from(EXIT_WAITING)
-                }
-                TaskOutcome::Busy(holder) => {
-                    eprintln!(
-                        "run {index} of {} is being trained by another process{}",
-                        dir.display(),
-                        holder
-                            .map(|a| format!(" (on {}, pid {})", a.host, a.pid))
-                            .unwrap_or_default()
-                    );
-                    ExitCode::from(EXIT_BUSY)
-                }
-            })
-        }
+        } => task(&dir, index, threads, data_dir),
         SweepCommand::Status { dir, json } => {
             let (manifest, rows) = status::status(&dir)?;
             if json {
@@ -337,6 +181,151 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `classwise sweep run`: the pending runs on this machine, `workers` at a time.
+fn run_here(
+    dir: &Path,
+    workers: u64,
+    threads: Option<u64>,
+    data_dir: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let workers = usize::try_from(workers)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = match threads {
+        Some(t) => usize::try_from(t)?,
+        None => (cpus / workers).max(1),
+    };
+    interrupt::install()?;
+    let report = run_local(
+        dir,
+        &LocalOptions {
+            workers,
+            threads,
+            program: std::env::current_exe().context("locating the classwise binary")?,
+            data_dir,
+        },
+    )?;
+    eprintln!(
+        "{} trained, {} already done, {} interrupted, {} failed, {} busy, {} not started",
+        report.done.len(),
+        report.skipped.len(),
+        report.interrupted.len(),
+        report.failed.len(),
+        report.busy.len(),
+        report.not_started.len()
+    );
+    for (id, how, log) in &report.failed {
+        eprintln!("failed: {id} ({how}); its log: {}", log.display());
+    }
+    Ok(if !report.failed.is_empty() {
+        ExitCode::FAILURE
+    } else if !report.interrupted.is_empty() || !report.not_started.is_empty() {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `classwise sweep slurm`: the sbatch scripts of the runs not done (or `all`), one per stage,
+/// submitted with `submit`.
+fn submit_slurm(
+    dir: &Path,
+    slurm: SlurmArgs,
+    all: bool,
+    submit: bool,
+    data_dir: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let dir = absolute(dir)?;
+    let (manifest, rows) = status::status(&dir)?;
+    let indices: Vec<usize> = rows
+        .iter()
+        .filter(|r| all || r.state != status::RunState::Done)
+        .map(|r| r.index)
+        .collect();
+    if indices.is_empty() {
+        eprintln!("every run of {} is done: nothing to submit", dir.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let options = slurm.options(
+        std::env::current_exe().context("locating the classwise binary")?,
+        data_dir.map(|d| absolute(&d)).transpose()?,
+    );
+    let scripts = write_stages(&dir, &manifest, &indices, &options, submit)?;
+    for s in &scripts {
+        let after = match s.stage {
+            0 => "",
+            _ if submit => ", after the previous stage",
+            _ => ", to submit after the previous stage: sbatch --dependency=afterany:JOB",
+        };
+        eprintln!(
+            "wrote {} ({} array tasks{after})",
+            s.path.display(),
+            s.tasks
+        );
+        println!(
+            "{}",
+            s.job.as_deref().unwrap_or(&s.path.display().to_string())
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `classwise sweep task`: run `index` of the sweep (one Slurm array task).
+fn task(
+    dir: &Path,
+    index: usize,
+    threads: Option<u64>,
+    data_dir: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(t) = threads {
+        classwise_trainer::tch::set_num_threads(i32::try_from(t)?);
+    }
+    interrupt::install()?;
+    let outcome = run_task(
+        dir,
+        index,
+        TaskOptions {
+            data_dir,
+            build: crate::trainer_cli::build_info(),
+            verbose: true,
+        },
+    )?;
+    Ok(match outcome {
+        TaskOutcome::AlreadyDone => {
+            eprintln!("run {index} of {} is already complete", dir.display());
+            ExitCode::SUCCESS
+        }
+        TaskOutcome::Done => ExitCode::SUCCESS,
+        TaskOutcome::Interrupted(mid) => {
+            eprintln!(
+                "interrupted{} before batch {} of epoch {}: checkpointed; the next task \
+                 for index {index} resumes it",
+                mid.signal.map(|s| format!(" by {s}")).unwrap_or_default(),
+                mid.progress.next_step,
+                mid.epoch + 1
+            );
+            ExitCode::from(EXIT_INTERRUPTED)
+        }
+        TaskOutcome::Waiting(ids) => {
+            eprintln!(
+                "run {index} of {} starts from runs that are not complete: {}",
+                dir.display(),
+                ids.join(", ")
+            );
+            ExitCode::from(EXIT_WAITING)
+        }
+        TaskOutcome::Busy(holder) => {
+            eprintln!(
+                "run {index} of {} is being trained by another process{}",
+                dir.display(),
+                holder
+                    .map(|a| format!(" (on {}, pid {})", a.host, a.pid))
+                    .unwrap_or_default()
+            );
+            ExitCode::from(EXIT_BUSY)
+        }
+    })
 }
 
 fn plan(spec: &Path, out: Option<PathBuf>, set: &[String]) -> anyhow::Result<ExitCode> {

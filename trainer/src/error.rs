@@ -37,6 +37,10 @@ pub enum TrainerError {
         expected: String,
     },
 
+    /// An external program (Slurm's `sbatch`) failed.
+    #[error("{command}: {reason}")]
+    Command { command: String, reason: String },
+
     /// A worker thread could not start, or ended before its work was done (it panicked).
     #[error("the {what} thread: {reason}")]
     Worker { what: &'static str, reason: String },

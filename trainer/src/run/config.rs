@@ -325,26 +325,39 @@ impl RunConfig {
 
     /// Checks the values serde cannot.
     pub fn validate(&self) -> Result<()> {
-        if self.epochs == 0 {
-            return Err(invalid("epochs", 0, ">= 1"));
+        self.validate_counts()?;
+        let classes = self.validate_data_and_model()?;
+        self.validate_training()?;
+        self.validate_rule(classes)
+    }
+
+    /// Counts that must be at least 1, β, and the averages' and the selection's settings.
+    fn validate_counts(&self) -> Result<()> {
+        for (field, v) in [
+            ("epochs", self.epochs),
+            ("batch_size", self.batch_size),
+            ("eval.every", self.eval.every),
+        ] {
+            if v == 0 {
+                return Err(invalid(field, 0, ">= 1"));
+            }
         }
-        if self.batch_size == 0 {
-            return Err(invalid("batch_size", 0, ">= 1"));
-        }
-        check("train.beta", self.train.beta, Bound::NonNegative)?;
         if self.eval.batch_size == Some(0) {
             return Err(invalid("eval.batch_size", 0, ">= 1"));
         }
-        if self.eval.every == 0 {
-            return Err(invalid("eval.every", 0, ">= 1"));
-        }
+        check("train.beta", self.train.beta, Bound::NonNegative)?;
         if let Some(ema) = self.ema {
             Averaging::Ema(ema).validate()?;
         }
         if let Some(fawa) = self.fawa {
             Averaging::Fawa(fawa).validate()?;
         }
-        self.select.validate()?;
+        Ok(self.select.validate()?)
+    }
+
+    /// The subsets, the model against the data (classes, image shape) and the augmentation;
+    /// returns the number of classes.
+    fn validate_data_and_model(&self) -> Result<usize> {
         for (field, v) in [
             ("data.train_per_class", self.data.train_per_class),
             ("data.test_per_class", self.data.test_per_class),
@@ -372,21 +385,25 @@ impl RunConfig {
                 format!("{shape:?}, the image shape of the data"),
             ));
         }
-        self.data
-            .augment
-            .validate(shape[1], shape[2])
-            .map_err(|e| e.in_section("data"))?;
+        let augment = self.data.augment.validate(shape[1], shape[2]);
+        augment.map_err(|e| e.in_section("data"))?;
+        Ok(classes)
+    }
+
+    /// The optimiser, the schedule, the method, the evaluation attack and the protocol.
+    fn validate_training(&self) -> Result<()> {
         self.optimizer.validate()?;
         self.schedule.validate()?;
-        self.train
-            .method
-            .validate()
-            .map_err(|e| e.in_section("train.method"))?;
-        self.eval
-            .attack
-            .validate()
-            .map_err(|e| e.in_section("eval"))?;
-        crate::eval::protocol::validate(&self.eval.protocol)?;
+        let method = self.train.method.validate();
+        method.map_err(|e| e.in_section("train.method"))?;
+        let attack = self.eval.attack.validate();
+        attack.map_err(|e| e.in_section("eval"))?;
+        crate::eval::protocol::validate(&self.eval.protocol)
+    }
+
+    /// The rule on this method, the starting weights, and a validation split for whatever
+    /// measures on it.
+    fn validate_rule(&self, classes: usize) -> Result<()> {
         let rule = self.rule.build(self.rule_context(classes))?;
         if let Some(init) = &self.train.init_from
             && !["last", "best", "ema"].contains(&init.checkpoint.as_str())

@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{Result, TrainerError};
 use crate::interrupt::EXIT_INTERRUPTED;
 
 /// What the sbatch script asks of Slurm.
@@ -178,6 +179,82 @@ exit "$status"
         program = quote(&o.program),
         interrupted = EXIT_INTERRUPTED,
     )
+}
+
+/// The script of one stage of a submission ([`write_stages`]).
+#[derive(Clone, Debug)]
+pub struct StageScript {
+    /// `dir/slurm/sweep.sbatch`, then `sweep-stage<n>.sbatch`.
+    pub path: PathBuf,
+    /// 0 for runs that start from no other run, n for runs that start from stage n − 1's.
+    pub stage: usize,
+    /// Array tasks in the script.
+    pub tasks: usize,
+    /// Slurm's job id, when submitted.
+    pub job: Option<String>,
+}
+
+/// Writes one sbatch script per stage of the runs `indices` of the sweep in `dir` (runs that
+/// start from others go one stage after them) under `dir/slurm/`; with `submit`, submits each
+/// with `sbatch`, every stage after the previous one (`--dependency=afterany`).
+pub fn write_stages(
+    dir: &Path,
+    manifest: &super::Manifest,
+    indices: &[usize],
+    options: &SlurmOptions,
+    submit: bool,
+) -> Result<Vec<StageScript>> {
+    let stage = stages(manifest);
+    let mut written: Vec<StageScript> = Vec::new();
+    for level in 0..=stage.iter().copied().max().unwrap_or(0) {
+        let here: Vec<usize> = (indices.iter().copied())
+            .filter(|&i| stage[i] == level)
+            .collect();
+        if here.is_empty() {
+            continue;
+        }
+        let file = match level {
+            0 => "sweep.sbatch".to_owned(),
+            l => format!("sweep-stage{l}.sbatch"),
+        };
+        let path = dir.join("slurm").join(file);
+        let text = script(dir, &manifest.name, &here, options);
+        crate::io::write_atomic(&path, text.as_bytes())?;
+        let after = written.last().and_then(|s| s.job.as_deref());
+        let job = submit.then(|| sbatch(&path, after)).transpose()?;
+        written.push(StageScript {
+            path,
+            stage: level,
+            tasks: here.len(),
+            job,
+        });
+    }
+    Ok(written)
+}
+
+/// Submits `script` (after job `after`, if any) and returns its job id.
+fn sbatch(script: &Path, after: Option<&str>) -> Result<String> {
+    let mut sbatch = std::process::Command::new("sbatch");
+    sbatch.arg("--parsable");
+    if let Some(job) = after {
+        sbatch.arg(format!("--dependency=afterany:{job}"));
+    }
+    let command = format!("sbatch {}", script.display());
+    let out = sbatch
+        .arg(script)
+        .output()
+        .map_err(|e| TrainerError::Command {
+            command: command.clone(),
+            reason: format!(
+                "{e} (is Slurm installed? tools/slurm/setup.sh starts a single-node cluster)"
+            ),
+        })?;
+    if !out.status.success() {
+        let reason = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        return Err(TrainerError::Command { command, reason });
+    }
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    Ok(id.split(';').next().unwrap_or_default().to_owned())
 }
 
 #[cfg(test)]
