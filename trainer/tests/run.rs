@@ -526,3 +526,74 @@ fn configs_extend_other_files() {
         .to_string();
     assert!(e.contains("missing.toml"), "{e}");
 }
+
+/// The `classwise eval` jobs are library functions: on a finished run, the run's own attack
+/// reproduces `report.json` (same checkpoint, attack and seed), another attack writes its report
+/// under a name of its settings without replacing an earlier one, and a refused request writes
+/// nothing.
+#[test]
+fn eval_jobs_run_without_the_binary() {
+    use classwise_trainer::eval::RobustCounting;
+    use classwise_trainer::eval::autoattack::Version;
+    use classwise_trainer::eval::job::{self, AttackChoice, AutoAttackJob, EvalJob, EvalRequest};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let mut config = config();
+    config.ema = None;
+    config.epochs = 10;
+    config.batch_size = 8;
+    config.train.eps = classwise_trainer::attack::Eps::parse("4/255").unwrap();
+    config.eval.eps = config.train.eps.clone();
+    train(&config, &dir, opts()).unwrap();
+    let request = |job| EvalRequest {
+        run: dir.clone(),
+        checkpoint: "last".into(),
+        eps: None,
+        robust_counting: None,
+        test_per_class: None,
+        memory_format: None,
+        data_dir: None,
+        job,
+    };
+    let own = job::run(&request(EvalJob::Attack(AttackChoice::Configured))).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    // A model that learned something (not one class for every image), so that the comparison
+    // has content.
+    let clean = own.json["clean"]["per_class"].as_array().unwrap().clone();
+    assert!(clean.iter().any(|c| c != &clean[0]), "{clean:?}");
+    for field in [
+        "attack",
+        "n_samples",
+        "clean",
+        "robust",
+        "errors",
+        "confusion_under_attack",
+    ] {
+        assert_eq!(own.json[field], saved[field], "{field}");
+    }
+    let fgsm = || request(EvalJob::Attack(AttackChoice::Fgsm));
+    let first = job::run(&fgsm()).unwrap();
+    let second = job::run(&fgsm()).unwrap();
+    let stem = "eval-last-fgsm_ce_step_1_eps_no_start-eps_4_255-clean-and-adversarial";
+    assert_eq!(first.json_path, dir.join(format!("{stem}.json")));
+    assert_eq!(second.json_path, dir.join(format!("{stem}-2.json")));
+    assert!(first.markdown_path.exists() && first.markdown.contains("| class |"));
+    assert_eq!(first.json["attack"], "fgsm ce step 1*eps no start");
+    let before = std::fs::read_dir(&dir).unwrap().count();
+    let refused = job::run(&EvalRequest {
+        robust_counting: Some(RobustCounting::AdversarialOnly),
+        ..request(EvalJob::AutoAttack(AutoAttackJob {
+            version: Version::Standard,
+            attacks: None,
+            batch_size: 8,
+            save_adv: false,
+        }))
+    })
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("--robust-counting"),
+        "{refused}"
+    );
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), before);
+}
