@@ -19,24 +19,75 @@ const SMOKE_MIN_CLEAN: f64 = 0.5;
 
 pub fn run(roots: &[PathBuf], data_dir: Option<PathBuf>, out: &Path) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    let (environment, environment_ok) = environment(roots, out)?;
+    let (theory, theory_ok) = theory(out)?;
+    let toy = toy(out)?;
+    let mut figure_count = galleries(out)?;
+    let (smoke_line, smoke_learned, run_figures) = smoke(out, data_dir.clone())?;
+    figure_count += run_figures;
+    let comparison = compare_smoke(out, data_dir)?;
+    for l in &comparison {
+        println!("{l}");
+    }
+    let summary = format!(
+        "classwise demo\n\
+         {environment}\n\
+         {theory}\n\
+         {toy}\n\
+         figures: {figure_count} in figures/theory, figures/toy and fmnist-smoke/figures \
+         (index.md in each)\n\
+         {smoke_line}\n\
+         {}\n\
+         files: doctor.json (environment), gradcheck.json (autograd and finite-difference \
+         gradients), theory-verify.json (every check and erratum), toy-multiclass-at.json, \
+         figures/ (theory and toy galleries), fmnist-smoke/ (a whole run directory), \
+         fmnist-smoke-at-cfa/ and fmnist-smoke-wat/ (the compared runs), compare/ (tables and \
+         figures)\n",
+        comparison.join("\n")
+    );
+    io::write_atomic(&out.join("summary.txt"), summary.as_bytes())?;
+    let seconds = started.elapsed().as_secs_f64();
+    println!("outputs in {} ({seconds:.1} s)", out.display());
+    let ok = environment_ok && theory_ok && smoke_learned;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The environment report and the libtorch gradient self-check: their summary lines, and
+/// whether the doctor found no problem and the gradients agree.
+fn environment(roots: &[PathBuf], out: &Path) -> anyhow::Result<(String, bool)> {
     let report = doctor::report(roots);
     print!("{}", crate::doctor::render(&report));
     io::write_json(&out.join("doctor.json"), "the doctor report", &report)
         .context("writing the demo outputs")?;
-
     let device = default_device();
     let g = gradcheck::conv_net_gradcheck(device, 0)
         .with_context(|| format!("libtorch gradient self-check on {device:?}"))?;
     let err = g.max_rel_error();
     io::write_json(&out.join("gradcheck.json"), "the gradient check", &g)?;
     let ok = err < gradcheck::GRAD_REL_TOL;
+    let verdict = if ok { "ok" } else { "FAILED" };
     println!(
         "\nlibtorch self-check on {}: conv net forward + backward, input gradient vs central \
-         differences over {} coordinates: max relative error {err:.2e} ({})",
+         differences over {} coordinates: max relative error {err:.2e} ({verdict})",
         g.device,
         g.autograd.len(),
-        if ok { "ok" } else { "FAILED" }
     );
+    let problems = report.problems.len();
+    let lines = format!(
+        "doctor: {problems} problem(s)\n\
+         gradient self-check: max relative error {err:.3e} on {} ({verdict})",
+        g.device
+    );
+    Ok((lines, ok && problems == 0))
+}
+
+/// The numerical check of the papers' theorems and errata: its summary line and whether every
+/// check holds.
+fn theory(out: &Path) -> anyhow::Result<(String, bool)> {
     let theory = classwise_theory::verify::run(200, 0);
     io::write_json(
         &out.join("theory-verify.json"),
@@ -45,26 +96,41 @@ pub fn run(roots: &[PathBuf], data_dir: Option<PathBuf>, out: &Path) -> anyhow::
     )?;
     let cases: usize = theory.checks.iter().map(|c| c.cases).sum();
     let confirmed = theory.errata.iter().filter(|e| e.confirmed).count();
+    let (checks, errata) = (theory.checks.len(), theory.errata.len());
+    let verdict = if theory.ok() { "all hold" } else { "FAILURES" };
     println!(
-        "theory: {} checks of CFA Theorems 1-4 and the WAT bounds over {cases} cases: {}; \
-         {confirmed}/{} errata of the papers confirmed with counterexamples \
+        "theory: {checks} checks of CFA Theorems 1-4 and the WAT bounds over {cases} cases: \
+         {verdict}; {confirmed}/{errata} errata of the papers confirmed with counterexamples \
          (table: `classwise theory verify`)",
-        theory.checks.len(),
-        if theory.ok() { "all hold" } else { "FAILURES" },
-        theory.errata.len()
     );
-    let toy = classwise_toy::multiclass::run(&classwise_toy::multiclass::RunConfig::preset(
-        classwise_toy::multiclass::Method::At,
-    ))?;
+    let line = format!(
+        "theory: {checks} checks over {cases} cases ({verdict}), {confirmed}/{errata} errata \
+         confirmed"
+    );
+    Ok((line, theory.ok()))
+}
+
+/// The multi-class toy under PGD-AT: its summary line.
+fn toy(out: &Path) -> anyhow::Result<String> {
+    use classwise_toy::multiclass::{Method, RunConfig, run};
+    let toy = run(&RunConfig::preset(Method::At))?;
     io::write_json(&out.join("toy-multiclass-at.json"), "the toy run", &toy)?;
-    let toy_robust = &toy.final_model.robust;
+    let robust = &toy.final_model.robust;
+    let avg = toy.final_model.robust_avg();
     println!(
-        "toy: PGD-AT on 5 Gaussian classes of different difficulty: robust accuracy avg {:.3}, worst class {} at {:.3} (`classwise toy multiclass --method at`)",
-        toy.final_model.robust_avg(),
-        toy_robust.worst.class,
-        toy_robust.worst.value
+        "toy: PGD-AT on 5 Gaussian classes of different difficulty: robust accuracy avg {avg:.3}, \
+         worst class {} at {:.3} (`classwise toy multiclass --method at`)",
+        robust.worst.class, robust.worst.value
     );
-    let mut figure_count = 0;
+    Ok(format!(
+        "toy PGD-AT: robust avg {avg:.3}, worst class {:.3}",
+        robust.worst.value
+    ))
+}
+
+/// The theory and toy figure galleries; returns how many figures they hold.
+fn galleries(out: &Path) -> anyhow::Result<usize> {
+    let mut count = 0;
     for (name, (figures, index)) in [
         (
             "theory",
@@ -75,95 +141,57 @@ pub fn run(roots: &[PathBuf], data_dir: Option<PathBuf>, out: &Path) -> anyhow::
             crate::figures::render_toy(&out.join("figures/toy"), &Default::default())?,
         ),
     ] {
-        figure_count += figures.len();
+        count += figures.len();
+        let ids: Vec<&str> = figures.iter().map(|f| f.id.as_str()).collect();
         println!(
             "figures ({name}): {} (SVG, PNG and CSV), gallery {}",
-            figures
-                .iter()
-                .map(|f| f.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
+            ids.join(", "),
             index.display()
         );
     }
-    let (config, smoke) = train_smoke(&out.join("fmnist-smoke"), data_dir.clone(), &[])?;
-    let smoke_line = format!(
-        "fmnist-smoke (PGD-AT, eps {}, {} epochs on {} Fashion-MNIST images, {} on {} test \
+    Ok(count)
+}
+
+/// The fmnist-smoke run with its report and figures: its summary line, whether it learned, and
+/// how many figures it has.
+fn smoke(out: &Path, data_dir: Option<PathBuf>) -> anyhow::Result<(String, bool, usize)> {
+    let (config, smoke) = train_smoke(&out.join("fmnist-smoke"), data_dir, &[])?;
+    let images = config
+        .data
+        .train_per_class
+        .map_or("all".into(), |n| (10 * n).to_string());
+    let worst = smoke.robust.worst;
+    let line = format!(
+        "fmnist-smoke (PGD-AT, eps {}, {} epochs on {images} Fashion-MNIST images, {} on {} test \
          images): clean {:.1}%, robust {:.1}%, worst class {} ({}) at {:.1}%, robust MCD {:.1} points",
         config.train.eps.text,
         config.epochs,
-        config
-            .data
-            .train_per_class
-            .map_or("all".into(), |n| (10 * n).to_string()),
         config.eval.attack.describe(),
         smoke.n_samples,
         100.0 * smoke.clean.overall.unwrap_or(smoke.clean.class_mean),
         100.0 * smoke.robust.overall.unwrap_or(smoke.robust.class_mean),
-        smoke.robust.worst.class,
-        smoke.class_names[smoke.robust.worst.class],
-        100.0 * smoke.robust.worst.value,
+        worst.class,
+        smoke.class_names[worst.class],
+        100.0 * worst.value,
         100.0 * smoke.robust.mcd
     );
-    println!("{smoke_line} (report: fmnist-smoke/report.md)");
+    println!("{line} (report: fmnist-smoke/report.md)");
     // A model that learned nothing answers one class for every image (about 10% clean); the
-    // preset reaches about 74% on this machine's kind (README), so below half the run is broken.
-    let smoke_clean = smoke.clean.overall.unwrap_or(smoke.clean.class_mean);
-    let smoke_learned = smoke_clean >= SMOKE_MIN_CLEAN;
-    if !smoke_learned {
+    // preset reaches about 74% on this machine's kind, so below half the run is broken.
+    let clean = smoke.clean.overall.unwrap_or(smoke.clean.class_mean);
+    let learned = clean >= SMOKE_MIN_CLEAN;
+    if !learned {
         println!(
             "FAILED: fmnist-smoke reached {:.1}% clean accuracy, below the {:.0}% a learning run \
              reaches",
-            100.0 * smoke_clean,
+            100.0 * clean,
             100.0 * SMOKE_MIN_CLEAN
         );
     }
-    let (run_figures, _) =
+    let (figures, _) =
         crate::figures::render_run(&out.join("fmnist-smoke"), &out.join("fmnist-smoke/figures"))?;
-    figure_count += run_figures.len();
     println!("figures of the fmnist-smoke run: fmnist-smoke/figures/index.md");
-    let comparison = compare_smoke(out, data_dir)?;
-    for l in &comparison {
-        println!("{l}");
-    }
-    let summary = format!(
-        "classwise demo\n\
-         doctor: {} problem(s)\n\
-         gradient self-check: max relative error {err:.3e} on {} ({})\n\
-         theory: {} checks over {cases} cases ({}), {confirmed}/{} errata confirmed\n\
-         toy PGD-AT: robust avg {:.3}, worst class {:.3}\n\
-         figures: {figure_count} in figures/theory, figures/toy and fmnist-smoke/figures \
-         (index.md in each)\n\
-         {smoke_line}\n\
-         {}\n\
-         files: doctor.json (environment), gradcheck.json (autograd and finite-difference \
-         gradients), theory-verify.json (every check and erratum), toy-multiclass-at.json, \
-         figures/ (theory and toy galleries), fmnist-smoke/ (a whole run directory), \
-         fmnist-smoke-at-cfa/ and fmnist-smoke-wat/ (the compared runs), compare/ (tables and \
-         figures)\n",
-        report.problems.len(),
-        g.device,
-        if ok { "ok" } else { "FAILED" },
-        theory.checks.len(),
-        if theory.ok() { "all hold" } else { "FAILURES" },
-        theory.errata.len(),
-        toy.final_model.robust_avg(),
-        toy_robust.worst.value,
-        comparison.join("\n")
-    );
-    io::write_atomic(&out.join("summary.txt"), summary.as_bytes())?;
-    println!(
-        "outputs in {} ({:.1} s)",
-        out.display(),
-        started.elapsed().as_secs_f64()
-    );
-    Ok(
-        if ok && report.problems.is_empty() && theory.ok() && smoke_learned {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        },
-    )
+    Ok((line, learned, figures.len()))
 }
 
 /// The comparison of the demo: the fmnist-smoke preset (PGD-AT) and two variants of it, each
