@@ -256,12 +256,27 @@ impl SweepSpec {
     /// configuration resolved and validated (an error names the preset and the override);
     /// `{run:GROUP}` becomes the directory of that group's run under `sweep_dir`.
     pub fn expand(&self, spec_path: &Path, sweep_dir: &Path) -> Result<Vec<Entry>> {
+        let pending = self.pending();
+        distinct_groups(&pending, spec_path)?;
+        let deps = dependencies(&pending, spec_path)?;
         let base = spec_path.parent().unwrap_or(Path::new("."));
-        let variants: Vec<Option<&Variant>> = if self.variant.is_empty() {
-            vec![None]
-        } else {
-            self.variant.iter().map(Some).collect()
-        };
+        let sweep = super::SweepDir(sweep_dir.to_path_buf());
+        let runs = resolve(&pending, &deps, base, &sweep, spec_path)?;
+        let mut ids = std::collections::BTreeSet::new();
+        for r in &runs {
+            if !ids.insert(&r.id) {
+                return Err(invalid(
+                    format!("{}", spec_path.display()),
+                    &r.group,
+                    "axes whose runs differ (two runs resolve to the same configuration)",
+                ));
+            }
+        }
+        Ok(runs)
+    }
+
+    /// The grid's points: every combination of its values, each as (key, value) overrides.
+    fn grid_points(&self) -> Vec<Vec<(String, String)>> {
         let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for (key, values) in &self.grid {
             points = points
@@ -275,21 +290,20 @@ impl SweepSpec {
                 })
                 .collect();
         }
-        // The runs with their overrides, references not yet resolved.
-        struct Pending<'a> {
-            preset: &'a Preset,
-            variant: Option<&'a Variant>,
-            /// The group without the preset: the variant and the grid point.
-            rest: Vec<String>,
-            group: String,
-            seed: u64,
-            overrides: Vec<String>,
-        }
+        points
+    }
+
+    /// The runs with their overrides, in the nesting order, references not yet resolved.
+    fn pending(&self) -> Vec<Pending<'_>> {
+        let variants: Vec<Option<&Variant>> = if self.variant.is_empty() {
+            vec![None]
+        } else {
+            self.variant.iter().map(Some).collect()
+        };
+        let points = self.grid_points();
         let mut pending = Vec::new();
         for preset in &self.presets {
-            let stem = preset
-                .file()
-                .file_stem()
+            let stem = (preset.file().file_stem())
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             for variant in &variants {
@@ -302,16 +316,7 @@ impl SweepSpec {
                         .collect::<Vec<_>>()
                         .join("/");
                     for &seed in &self.seeds {
-                        let mut overrides = self.set.clone();
-                        overrides.extend(preset.set().iter().cloned());
-                        overrides.extend(variant.iter().flat_map(|v| v.set.iter().cloned()));
-                        overrides.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
-                        overrides.extend(self.command_line.iter().cloned());
-                        overrides.push(format!(
-                            "name={}",
-                            toml_text(&toml::Value::String(group_name(&group, seed)))
-                        ));
-                        overrides.push(format!("seed={seed}"));
+                        let overrides = self.overrides(preset, *variant, point, &group, seed);
                         pending.push(Pending {
                             preset,
                             variant: *variant,
@@ -324,122 +329,161 @@ impl SweepSpec {
                 }
             }
         }
-        // Runs of one group and seed would be averaged as one method's seeds: two presets of
-        // the same file name must be told apart by variants.
-        for (i, p) in pending.iter().enumerate() {
-            if let Some(q) = pending[..i]
-                .iter()
-                .find(|q| q.group == p.group && q.seed == p.seed)
-            {
-                return Err(invalid(
-                    spec_path.display().to_string(),
-                    format!(
-                        "presets {} and {} both in group `{}`",
-                        q.preset.file().display(),
-                        p.preset.file().display(),
-                        p.group
-                    ),
-                    "presets with different file names (a group is the preset's file name, the \
-                     variant and the grid point; put settings that tell two runs of one file \
-                     apart in [[variant]]s)",
-                ));
-            }
-        }
-        // The runs each run's `{run:GROUP}` references name: the same seed, variant and grid
-        // point in the named preset's group.
-        let mut deps: Vec<Vec<(String, usize)>> = Vec::with_capacity(pending.len());
-        for p in &pending {
-            let mut named = Vec::new();
-            for target in p.overrides.iter().flat_map(|o| references(o)) {
-                let wanted = std::iter::once(target.clone())
-                    .chain(p.rest.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                let j = pending
-                    .iter()
-                    .position(|q| q.group == wanted && q.seed == p.seed)
-                    .ok_or_else(|| {
-                        invalid(
-                            format!("{}: {}", spec_path.display(), p.group),
-                            format!("{{run:{target}}}"),
-                            format!(
-                                "a reference to a preset of the sweep with seed {} (no run \
-                                 `{wanted}`)",
-                                p.seed
-                            ),
-                        )
-                    })?;
-                named.push((target, j));
-            }
-            deps.push(named);
-        }
-        // Resolved in rounds: a run whose references all name resolved runs resolves next.
-        let sweep = super::SweepDir(sweep_dir.to_path_buf());
-        let mut runs: Vec<Option<Entry>> = vec![None; pending.len()];
-        loop {
-            let mut progressed = false;
-            for (i, p) in pending.iter().enumerate() {
-                if runs[i].is_some() || deps[i].iter().any(|&(_, j)| runs[j].is_none()) {
-                    continue;
-                }
-                let dep_id = |j: usize| runs[j].as_ref().map_or("", |e| e.id.as_str());
-                let mut overrides = p.overrides.clone();
-                for (target, j) in &deps[i] {
-                    let path = sweep.run(dep_id(*j)).display().to_string();
-                    for o in &mut overrides {
-                        *o = o.replace(&format!("{{run:{target}}}"), &path);
-                    }
-                }
-                let mut after: Vec<String> =
-                    deps[i].iter().map(|&(_, j)| dep_id(j).to_owned()).collect();
-                after.sort();
-                after.dedup();
-                let file = base.join(p.preset.file());
-                let config = RunConfig::from_file(&file, &overrides)
-                    .map_err(|e| e.in_section(&format!("{} (with {})", file.display(), p.group)))?
-                    .to_toml()?;
-                runs[i] = Some(Entry {
-                    id: run_id(&p.group, p.seed, &config),
-                    group: p.group.clone(),
-                    seed: p.seed,
-                    preset: p.preset.file().to_path_buf(),
-                    variant: p.variant.map(|v| v.name.clone()),
-                    overrides,
-                    after,
-                    config,
-                });
-                progressed = true;
-            }
-            if runs.iter().all(Option::is_some) {
-                break;
-            }
-            if !progressed {
-                let stuck: Vec<&str> = pending
-                    .iter()
-                    .zip(&runs)
-                    .filter(|(_, r)| r.is_none())
-                    .map(|(p, _)| p.group.as_str())
-                    .collect();
-                return Err(invalid(
-                    spec_path.display().to_string(),
-                    format!("{{run:...}} references among {}", stuck.join(", ")),
-                    "references without a cycle",
-                ));
-            }
-        }
-        let runs: Vec<Entry> = runs.into_iter().flatten().collect();
-        let mut ids = std::collections::BTreeSet::new();
-        for r in &runs {
-            if !ids.insert(&r.id) {
-                return Err(invalid(
-                    format!("{}", spec_path.display()),
-                    &r.group,
-                    "axes whose runs differ (two runs resolve to the same configuration)",
-                ));
-            }
-        }
-        Ok(runs)
+        pending
     }
+
+    /// A run's overrides, later ones winning: the sweep's `set`, the preset's, the variant's,
+    /// the grid point's, the command line's, then its name and seed.
+    fn overrides(
+        &self,
+        preset: &Preset,
+        variant: Option<&Variant>,
+        point: &[(String, String)],
+        group: &str,
+        seed: u64,
+    ) -> Vec<String> {
+        let mut overrides = self.set.clone();
+        overrides.extend(preset.set().iter().cloned());
+        overrides.extend(variant.iter().flat_map(|v| v.set.iter().cloned()));
+        overrides.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
+        overrides.extend(self.command_line.iter().cloned());
+        let name = toml_text(&toml::Value::String(group_name(group, seed)));
+        overrides.push(format!("name={name}"));
+        overrides.push(format!("seed={seed}"));
+        overrides
+    }
+}
+
+/// A run of the sweep before its `{run:GROUP}` references are resolved.
+struct Pending<'a> {
+    preset: &'a Preset,
+    variant: Option<&'a Variant>,
+    /// The group without the preset: the variant and the grid point.
+    rest: Vec<String>,
+    group: String,
+    seed: u64,
+    overrides: Vec<String>,
+}
+
+/// Runs of one group and seed would be averaged as one method's seeds: two presets of the same
+/// file name must be told apart by variants.
+fn distinct_groups(pending: &[Pending<'_>], spec_path: &Path) -> Result<()> {
+    for (i, p) in pending.iter().enumerate() {
+        if let Some(q) = (pending[..i].iter()).find(|q| q.group == p.group && q.seed == p.seed) {
+            return Err(invalid(
+                spec_path.display().to_string(),
+                format!(
+                    "presets {} and {} both in group `{}`",
+                    q.preset.file().display(),
+                    p.preset.file().display(),
+                    p.group
+                ),
+                "presets with different file names (a group is the preset's file name, the \
+                 variant and the grid point; put settings that tell two runs of one file \
+                 apart in [[variant]]s)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// For each run, the runs its `{run:GROUP}` references name (with the GROUP): the same seed,
+/// variant and grid point in the named preset's group.
+fn dependencies(pending: &[Pending<'_>], spec_path: &Path) -> Result<Vec<Vec<(String, usize)>>> {
+    let mut deps = Vec::with_capacity(pending.len());
+    for p in pending {
+        let mut named = Vec::new();
+        for target in p.overrides.iter().flat_map(|o| references(o)) {
+            let wanted = std::iter::once(target.clone())
+                .chain(p.rest.iter().cloned())
+                .collect::<Vec<_>>()
+                .join("/");
+            let j = (pending.iter())
+                .position(|q| q.group == wanted && q.seed == p.seed)
+                .ok_or_else(|| {
+                    invalid(
+                        format!("{}: {}", spec_path.display(), p.group),
+                        format!("{{run:{target}}}"),
+                        format!(
+                            "a reference to a preset of the sweep with seed {} (no run \
+                             `{wanted}`)",
+                            p.seed
+                        ),
+                    )
+                })?;
+            named.push((target, j));
+        }
+        deps.push(named);
+    }
+    Ok(deps)
+}
+
+/// The runs resolved in rounds: a run whose references all name resolved runs resolves next
+/// (its references replaced by their directories, its configuration validated); an error when
+/// the references form a cycle.
+fn resolve(
+    pending: &[Pending<'_>],
+    deps: &[Vec<(String, usize)>],
+    base: &Path,
+    sweep: &super::SweepDir,
+    spec_path: &Path,
+) -> Result<Vec<Entry>> {
+    let mut runs: Vec<Option<Entry>> = vec![None; pending.len()];
+    while !runs.iter().all(Option::is_some) {
+        let ready: Vec<usize> = (0..pending.len())
+            .filter(|&i| runs[i].is_none() && deps[i].iter().all(|&(_, j)| runs[j].is_some()))
+            .collect();
+        if ready.is_empty() {
+            let stuck: Vec<&str> = (pending.iter().zip(&runs))
+                .filter(|(_, r)| r.is_none())
+                .map(|(p, _)| p.group.as_str())
+                .collect();
+            return Err(invalid(
+                spec_path.display().to_string(),
+                format!("{{run:...}} references among {}", stuck.join(", ")),
+                "references without a cycle",
+            ));
+        }
+        for i in ready {
+            runs[i] = Some(entry(&pending[i], &deps[i], &runs, base, sweep)?);
+        }
+    }
+    Ok(runs.into_iter().flatten().collect())
+}
+
+/// One run with its references to the resolved runs `runs` replaced by their directories.
+fn entry(
+    p: &Pending<'_>,
+    deps: &[(String, usize)],
+    runs: &[Option<Entry>],
+    base: &Path,
+    sweep: &super::SweepDir,
+) -> Result<Entry> {
+    let dep_id = |j: usize| runs[j].as_ref().map_or("", |e| e.id.as_str());
+    let mut overrides = p.overrides.clone();
+    for (target, j) in deps {
+        let path = sweep.run(dep_id(*j)).display().to_string();
+        for o in &mut overrides {
+            *o = o.replace(&format!("{{run:{target}}}"), &path);
+        }
+    }
+    let mut after: Vec<String> = deps.iter().map(|&(_, j)| dep_id(j).to_owned()).collect();
+    after.sort();
+    after.dedup();
+    let file = base.join(p.preset.file());
+    let config = RunConfig::from_file(&file, &overrides)
+        .map_err(|e| e.in_section(&format!("{} (with {})", file.display(), p.group)))?
+        .to_toml()?;
+    Ok(Entry {
+        id: run_id(&p.group, p.seed, &config),
+        group: p.group.clone(),
+        seed: p.seed,
+        preset: p.preset.file().to_path_buf(),
+        variant: p.variant.map(|v| v.name.clone()),
+        overrides,
+        after,
+        config,
+    })
 }
 
 /// The GROUPs of the `{run:GROUP}` references in `text`, in order.
