@@ -518,7 +518,7 @@ pub fn wat_sample_weight(
 }
 
 /// WAT Algorithm 1's output rule (garbled as printed), read as
-/// f = argmin_t max_{k∈[K]} L_k^val(f_t): the 0-based index of the epoch whose worst **class**
+/// f = argmin_t max_{k∈\[K\]} L_k^val(f_t): the 0-based index of the epoch whose worst **class**
 /// validation cost (entries 0..K−1; the average at index K is ignored) is smallest. Ties go to the
 /// earliest epoch. Each entry needs K + 1 ≥ 2 values.
 pub fn wat_select_iterate(history: &[Vec<f64>]) -> Result<usize> {
@@ -803,7 +803,7 @@ pub fn frl_weights(config: &FrlConfig, multipliers: &FrlMultipliers) -> Result<F
 // CSL (Benz et al. 2020 as a WAT baseline) — [inferred] reconstruction
 // ---------------------------------------------------------------------------------------------
 
-/// **[inferred]** CSL update (this project's reconstruction; neither Benz et al. nor WAT
+/// **\[inferred\]** CSL update (this project's reconstruction; neither Benz et al. nor WAT
 /// published code or a formula):
 /// w_k ← max(0, w_k + γ·(r_k − r̄)), then rescaled to mean 1, with r_k the class validation robust
 /// error and r̄ its class mean. Start from all-ones weights. Requires w_k ≥ 0 with Σw > 0,

@@ -25,7 +25,7 @@ fn check_round(values: &[f64], n: usize, what: &'static str) -> Result<()> {
 /// The weights grow with the loss: the adversary of WAT's zero-sum game maximises the loss, so
 /// the Hedge player receives the losses as gains. The weights are a softmax with
 /// max-subtraction, so they never overflow. Hedge itself accepts any finite step `η > 0` and any
-/// finite gains; the theorems that use it check their own hypotheses (η ≤ 1/2, gains in [0,1]).
+/// finite gains; the theorems that use it check their own hypotheses (η ≤ 1/2, gains in \[0,1\]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hedge {
     eta: f64,

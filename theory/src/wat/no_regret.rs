@@ -52,7 +52,7 @@ impl HedgePlay {
     }
 }
 
-/// Runs Hedge with step `eta > 0` on `losses` (T × (K+1), values in [0,1]) as in WAT eq. (12).
+/// Runs Hedge with step `eta > 0` on `losses` (T × (K+1), values in \[0,1\]) as in WAT eq. (12).
 pub fn play_hedge(losses: &[Vec<f64>], eta: f64) -> Result<HedgePlay> {
     let (t, n) = validate_losses(losses)?;
     let mut hedge = Hedge::new(n, eta)?;
@@ -113,7 +113,7 @@ pub struct Theorem1Report {
 
 impl Theorem1Report {
     /// Evaluates WAT Theorem 1 (eq. (13)), ineq. (18), the Hoeffding form and (T1a)/(T1b) on
-    /// `losses` (T rounds × (K+1) decisions in [0,1]) with Theorem 1's step `0 < η ≤ 1/2`.
+    /// `losses` (T rounds × (K+1) decisions in \[0,1\]) with Theorem 1's step `0 < η ≤ 1/2`.
     pub fn evaluate(losses: &[Vec<f64>], eta: f64) -> Result<Self> {
         require("eta", eta, eta > 0.0 && eta <= 0.5, "0 < eta <= 1/2")?;
         let play = play_hedge(losses, eta)?;
