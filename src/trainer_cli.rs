@@ -280,7 +280,7 @@ fn train_run(
 pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let out = job::run(&eval_request(a)?)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&out.json)?);
+        println!("{}", out.json);
     } else {
         println!("{}", out.markdown);
     }

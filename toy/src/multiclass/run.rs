@@ -2,7 +2,7 @@
 //! ([`classwise_core::driver`]) and its hooks (FAWA and EMA averages of the flat parameters,
 //! WAT's model selection, the history), then the report.
 
-use classwise_core::average::Averager;
+use classwise_core::average::{Averager, Averaging};
 use classwise_core::driver::{Backend, Driver, EpochEnd, EpochStart, Hook, Start};
 use classwise_core::select::{EpochScore, Selection, Selector};
 use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
@@ -154,7 +154,7 @@ struct Average {
 
 impl Average {
     fn is_fawa(&self) -> bool {
-        self.averager.averaging.name() == "fawa"
+        matches!(self.averager.averaging, Averaging::Fawa(_))
     }
 }
 
@@ -164,7 +164,8 @@ impl Hook<Toy<'_>> for Average {
         toy: &mut Toy<'_>,
         end: &mut EpochEnd<'_, EpochRecord>,
     ) -> Result<()> {
-        let val_robust = end.stats.val_robust.as_deref().filter(|_| self.is_fawa());
+        // FAWA's gate reads the validation robust accuracy; EMA ignores it.
+        let val_robust = end.stats.val_robust.as_deref();
         let action = self.averager.decide(end.epoch, val_robust)?.action;
         self.params = apply(action, self.params.take(), toy.model.params())?;
         if self.is_fawa() {

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use classwise_core::driver::{Backend, Cleanup, DriverState, EpochStart};
-use classwise_core::record::{EpochRecord, METRICS_SCHEMA};
+use classwise_core::record::{EpochRecord, METRICS_SCHEMA, SplitRecord};
 use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
 use tch::Device;
 
@@ -17,7 +17,7 @@ use super::report::SelectedTrack;
 use super::seeds::{EvalSplit, eval_seed, stream, torch_seed};
 use super::{TrainOptions, progress};
 use crate::data::{Dataset, LoadedBatch, Loader, LoaderPlan};
-use crate::error::{IoContext, Result, TrainerError};
+use crate::error::{IoContext, Result, TrainerError, invalid};
 use crate::eval::Evaluation;
 use crate::io::write_json;
 use crate::model::Model;
@@ -46,8 +46,8 @@ pub(crate) struct Trainer<'a> {
     pub interrupted: Option<MidEpoch>,
     /// The epoch being run: its timings and whether it is evaluated on the test subset.
     pub clock: EpochClock,
-    /// The epoch's validation evaluation, from `measure` to `record`.
-    val_evaluation: Option<Evaluation>,
+    /// The epoch's validation accuracies, from `measure` to `record`.
+    val_record: Option<SplitRecord>,
     /// What the hooks leave at the end: the final report and each track's selection.
     pub report: Option<Evaluation>,
     pub selected: Vec<SelectedTrack>,
@@ -111,7 +111,7 @@ impl<'a> Trainer<'a> {
                 eval_started: now,
                 evaluate_now: false,
             },
-            val_evaluation: None,
+            val_record: None,
             report: None,
             selected: Vec::new(),
         })
@@ -121,8 +121,15 @@ impl<'a> Trainer<'a> {
     /// for every model of that epoch.
     pub fn eval_split(&self, model: &Model, epoch: usize, split: EvalSplit) -> Result<Evaluation> {
         let data = match (split, &self.val_eval) {
+            (EvalSplit::Test, _) => &self.test_eval,
             (EvalSplit::Val, Some(v)) => v,
-            _ => &self.test_eval,
+            (EvalSplit::Val, None) => {
+                return Err(invalid(
+                    "data.split",
+                    "none",
+                    "a validation split to evaluate on",
+                ));
+            }
         };
         tch::manual_seed(eval_seed(self.config.seed, epoch, split));
         evaluate_on(model, data, self.config, self.device)
@@ -174,12 +181,17 @@ impl<'a> Trainer<'a> {
         Ok((loader, n_batches))
     }
 
+    /// Writes the model and the optimiser into the checkpoint directory `name`.
+    fn save_weights(&self, name: &str) -> Result<()> {
+        let ck = self.dir.checkpoint(name);
+        self.model.save(&ck.join("model.safetensors"))?;
+        self.sgd.save(&ck.join("optimizer.safetensors"))
+    }
+
     /// Saves the mid-epoch checkpoint of an epoch stopped inside (model and optimiser in their
     /// own directory, then `interrupted.json`, then older mid-epoch directories removed).
     fn save_mid_epoch(&mut self, record: MidEpoch) -> Result<()> {
-        let ck = self.dir.checkpoint(&record.checkpoint);
-        self.model.save(&ck.join("model.safetensors"))?;
-        self.sgd.save(&ck.join("optimizer.safetensors"))?;
+        self.save_weights(&record.checkpoint)?;
         write_json(
             &self.dir.interrupted(),
             "mid-epoch checkpoint record",
@@ -275,7 +287,7 @@ impl Backend for Trainer<'_> {
         let config = self.config;
         let val = self.val_eval.as_ref().ok_or_else(|| {
             let rule = config.rule.name();
-            crate::error::invalid(
+            invalid(
                 "data.split",
                 "none",
                 format!("a validation split: the `{rule}` rule measures on it"),
@@ -283,35 +295,23 @@ impl Backend for Trainer<'_> {
         })?;
         tch::manual_seed(super::seeds::initial_seed(config.seed));
         let e = evaluate_on(&self.model, val, config, self.device)?;
-        let v = split_record(&e);
-        Ok(ClassStats {
-            train_robust: Vec::new(),
-            val_clean: Some(v.clean),
-            val_robust: Some(v.robust),
-            val_errors: Some(e.errors),
-            val_costs: None,
-        })
+        Ok(validation_stats(Some(&e)).1)
     }
 
     /// Validation when the rule or a hook needs it, or on the evaluation schedule.
     fn measure(&mut self, epoch: usize, trained: &Trained, needs: Needs) -> Result<ClassStats> {
         let evaluate_val = self.clock.evaluate_now || needs.val_accuracy || needs.val_errors;
-        self.val_evaluation = match self.val_eval.is_some() && evaluate_val {
+        let val = match self.val_eval.is_some() && evaluate_val {
             true => Some(self.eval_split(&self.model, epoch, EvalSplit::Val)?),
             false => None,
         };
-        let val_costs = match needs.val_costs {
-            true => self.val_costs(&self.model, epoch)?,
-            false => None,
-        };
-        let val = self.val_evaluation.as_ref().map(split_record);
-        Ok(ClassStats {
-            train_robust: trained.stats.train_robust.clone(),
-            val_clean: val.as_ref().map(|v| v.clean.clone()),
-            val_robust: val.map(|v| v.robust),
-            val_errors: self.val_evaluation.as_ref().map(|e| e.errors.clone()),
-            val_costs,
-        })
+        let (record, mut stats) = validation_stats(val.as_ref());
+        self.val_record = record;
+        stats.train_robust = trained.stats.train_robust.clone();
+        if needs.val_costs {
+            stats.val_costs = self.val_costs(&self.model, epoch)?;
+        }
+        Ok(stats)
     }
 
     /// The `metrics.jsonl` line, with the test subset evaluated when the epoch is.
@@ -323,7 +323,7 @@ impl Backend for Trainer<'_> {
         _stats: &ClassStats,
         rule: &dyn ClassRule,
     ) -> Result<EpochRecord> {
-        let val = self.val_evaluation.take().as_ref().map(split_record);
+        let val = self.val_record.take();
         let test = match self.clock.evaluate_now {
             true => Some(split_record(&self.eval_split(
                 &self.model,
@@ -363,9 +363,7 @@ impl Backend for Trainer<'_> {
     }
 
     fn save(&mut self, epoch: usize) -> Result<()> {
-        let ck = self.dir.checkpoint(&checkpoint_name(epoch));
-        self.model.save(&ck.join("model.safetensors"))?;
-        self.sgd.save(&ck.join("optimizer.safetensors"))
+        self.save_weights(&checkpoint_name(epoch))
     }
 
     /// `state.json`, naming the epoch's checkpoint; then the mid-epoch checkpoint it supersedes
@@ -397,6 +395,20 @@ impl Backend for Trainer<'_> {
         }
         Ok(())
     }
+}
+
+/// A validation evaluation as the metrics line logs it and as a rule observes it (class-wise
+/// clean and robust accuracy, errors); both empty without one.
+fn validation_stats(val: Option<&Evaluation>) -> (Option<SplitRecord>, ClassStats) {
+    let record = val.map(split_record);
+    let stats = ClassStats {
+        train_robust: Vec::new(),
+        val_clean: record.as_ref().map(|v| v.clean.clone()),
+        val_robust: record.as_ref().map(|v| v.robust.clone()),
+        val_errors: val.map(|e| e.errors.clone()),
+        val_costs: None,
+    };
+    (record, stats)
 }
 
 /// The directory under `checkpoints/` of a 0-based epoch.

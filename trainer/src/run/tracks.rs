@@ -67,14 +67,15 @@ impl SelectionTrack {
         Ok(())
     }
 
-    /// Reads `selection.<name>` back, when the state has it.
-    fn restore(&mut self, fields: &Map<String, Value>) -> Result<()> {
+    /// Reads `selection.<name>` back from the fields of `state` (the file, for errors), when the
+    /// state has it.
+    fn restore(&mut self, fields: &Map<String, Value>, state: &Path) -> Result<()> {
         let Some(saved) = fields.get("selection").and_then(|s| s.get(self.name)) else {
             return Ok(());
         };
         self.selector =
             serde_json::from_value(saved.clone()).map_err(|e| TrainerError::BadData {
-                path: PathBuf::from("state.json"),
+                path: state.to_path_buf(),
                 offset: None,
                 reason: format!("`selection.{}` is not a selection state: {e}", self.name),
             })?;
@@ -161,8 +162,8 @@ impl Hook<Trainer<'_>> for RawSelection {
         self.0.selector.strategy.needs()
     }
 
-    fn restore(&mut self, _t: &mut Trainer<'_>, fields: &Map<String, Value>) -> Result<()> {
-        self.0.restore(fields)
+    fn restore(&mut self, t: &mut Trainer<'_>, fields: &Map<String, Value>) -> Result<()> {
+        self.0.restore(fields, &t.dir.state())
     }
 
     fn after_epoch(
@@ -323,7 +324,7 @@ impl Hook<Trainer<'_>> for Averages {
             if let (true, Some(ck)) = (updates > 0, &t.resumed_checkpoint) {
                 avg.weights = WeightAverage::load(&avg.file(ck), updates)?;
             }
-            avg.selection.restore(fields)?;
+            avg.selection.restore(fields, &t.dir.state())?;
         }
         Ok(())
     }

@@ -52,13 +52,14 @@ pub enum EvalJob {
     },
 }
 
-/// What a job wrote: the report's JSON (also returned as a value) and markdown, and any other
+/// What a job wrote: the report's JSON and markdown (their paths and texts), and any other
 /// file.
 #[derive(Debug)]
 pub struct EvalOutput {
     pub json_path: PathBuf,
     pub markdown_path: PathBuf,
-    pub json: serde_json::Value,
+    /// The report as written to `json_path` (pretty JSON, fields in the report's order).
+    pub json: String,
     pub markdown: String,
     pub other_files: Vec<PathBuf>,
 }
@@ -162,13 +163,13 @@ fn file_stem(request: &EvalRequest, attack: &str, eps: &Eps, counting: RobustCou
 /// evaluation holds those names: an evaluation never replaces another.
 fn free_paths(dir: &Path, stem: &str) -> (PathBuf, PathBuf) {
     let pair = |s: &str| (dir.join(format!("{s}.json")), dir.join(format!("{s}.md")));
-    (1..)
-        .map(|n| match n {
-            1 => pair(stem),
-            n => pair(&format!("{stem}-{n}")),
-        })
-        .find(|(json, md)| !json.exists() && !md.exists())
-        .unwrap_or_else(|| pair(stem))
+    let mut paths = pair(stem);
+    let mut n = 1;
+    while paths.0.exists() || paths.1.exists() {
+        n += 1;
+        paths = pair(&format!("{stem}-{n}"));
+    }
+    paths
 }
 
 /// Writes a report's JSON and markdown to free names for `stem` in the run directory.
@@ -180,10 +181,10 @@ fn write_report<T: serde::Serialize>(
     markdown: String,
 ) -> Result<EvalOutput> {
     let (json_path, markdown_path) = free_paths(&dir.0, stem);
-    crate::io::write_json(&json_path, what, report)?;
+    let json = serde_json::to_string_pretty(report)
+        .map_err(|source| TrainerError::Json { what, source })?;
+    crate::io::write_atomic(&json_path, format!("{json}\n").as_bytes())?;
     crate::io::write_atomic(&markdown_path, markdown.as_bytes())?;
-    let json =
-        serde_json::to_value(report).map_err(|source| TrainerError::Json { what, source })?;
     Ok(EvalOutput {
         json_path,
         markdown_path,
