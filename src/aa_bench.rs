@@ -264,12 +264,7 @@ fn table(ours: &AutoAttackReport, theirs: Option<&CrossCheck>) -> String {
     );
     s += &format!(
         "\nrobust accuracy: classwise {:.2}%{}\n",
-        100.0
-            * ours
-                .evaluation
-                .robust
-                .overall
-                .unwrap_or(ours.evaluation.robust.class_mean),
+        100.0 * ours.evaluation.robust.average(),
         theirs.map_or(String::new(), |t| format!(
             ", torchattacks {:.2}% (crosscheck checks {})",
             100.0 * t.torchattacks.robust.overall,

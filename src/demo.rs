@@ -228,7 +228,7 @@ fn train_smoke(
     overrides: &[&str],
 ) -> anyhow::Result<(
     classwise_trainer::run::RunConfig,
-    classwise_trainer::eval::Evaluation,
+    classwise_trainer::eval::Report,
 )> {
     let overrides: Vec<String> = overrides.iter().map(|o| (*o).to_owned()).collect();
     let config = classwise_trainer::run::RunConfig::from_toml_with_overrides(

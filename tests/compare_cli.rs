@@ -11,8 +11,8 @@ use std::path::Path;
 
 use common::{classwise, text};
 
-/// A report as `classwise train` writes it (only what compare reads is meaningful), 3 classes of
-/// 10 test images.
+/// A report as `classwise train` writes it (only what compare reads is meaningful; the derived
+/// statistics are recomputed on reading), 3 classes of 10 test images.
 fn write_report(dir: &Path, clean: [f64; 3], robust: [f64; 3]) {
     let s = |v: [f64; 3]| {
         let m = v.iter().sum::<f64>() / 3.0;
@@ -20,11 +20,18 @@ fn write_report(dir: &Path, clean: [f64; 3], robust: [f64; 3]) {
             r#"{{"n_classes":3,"per_class":{v:?},"overall":{m},"class_mean":{m},"worst":{{"class":0,"value":0.0}},"best":{{"class":0,"value":0.0}},"cv_fraction2":0.0,"cv_percent2":0.0,"mcd":0.0}}"#
         )
     };
+    let per = |f: &dyn Fn(usize) -> f64| (0..3).map(f).collect::<Vec<f64>>();
+    let errors = format!(
+        r#"{{"standard":{:?},"boundary":{:?},"robust":{:?},"overall_standard":0.0,"overall_boundary":0.0,"overall_robust":0.0,"totals":[10,10,10],"clean_wrong_robust_correct":[0,0,0]}}"#,
+        per(&|k| 1.0 - clean[k]),
+        per(&|k| clean[k] - robust[k]),
+        per(&|k| 1.0 - robust[k]),
+    );
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(
         dir.join("report.json"),
         format!(
-            r#"{{"attack":"pgd-20 ce step 0.025 uniform start","eps":0.1,"robust_counting":"clean-and-adversarial","n_samples":30,"class_names":["x","y","z"],"clean":{},"robust":{},"confusion_under_attack":{{"n_classes":3,"counts":[7,2,1,1,8,1,2,2,6]}},"warnings":[]}}"#,
+            r#"{{"schema":2,"attack":"pgd-20 ce step 0.025 uniform start","eps":0.1,"robust_counting":"clean-and-adversarial","n_samples":30,"class_names":["x","y","z"],"clean":{},"robust":{},"robust_worst_20_percent":0.0,"errors":{errors},"confusion_under_attack":{{"n_classes":3,"counts":[7,2,1,1,8,1,2,2,6]}},"warnings":[],"precision":"fp32"}}"#,
             s(clean),
             s(robust)
         ),

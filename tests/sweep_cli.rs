@@ -189,6 +189,30 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
         .map(|r| r["group"].as_str().unwrap())
         .collect();
     assert_eq!(groups[1], "fmnist-smoke/rule.weight=0.1");
+    let fig3_dir = tmp.path().join("shipped").join("fmnist-wat-fig3-weight");
+    let fig3_ids = ids(&fig3_dir);
+    assert!(
+        fig3_ids[1].starts_with("fmnist-smoke-rule.weight=0.1-s"),
+        "{fig3_ids:?}"
+    );
+    // A sweep planned by the classwise of manifest schema 1 (its ids named `=` as `_`): it
+    // still reads (status), but planning it again would rename its runs and is refused.
+    let mut old = fig3.clone();
+    old["schema"] = 1.into();
+    for r in old["runs"].as_array_mut().unwrap() {
+        let id = r["id"].as_str().unwrap().replace('=', "_");
+        r["id"] = id.into();
+    }
+    std::fs::write(fig3_dir.join("manifest.json"), old.to_string()).unwrap();
+    assert_eq!(status(&fig3_dir).len(), fig3_ids.len());
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/fmnist-wat-fig3-weight.toml");
+    let said = plan_fails(&spec, &fig3_dir);
+    assert!(
+        said.contains("run `fmnist-smoke-rule.weight=0.05-s0-")
+            && said.contains("as `fmnist-smoke-rule.weight_0.05-s0-")
+            && said.contains("classwise sweep run"),
+        "{said}"
+    );
     // CFA Fig. 2's sweep scales the training step with ε (5 steps of ε/4 reach every budget's
     // boundary) and evaluates every run under the same attack at ε = 0.1.
     let fig2 = manifest(&tmp.path().join("shipped").join("fmnist-cfa-fig2-eps"));

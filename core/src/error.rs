@@ -51,6 +51,10 @@ pub enum CoreError {
     #[error("metrics schema {schema} cannot be read by this build, which reads schemas {readable}")]
     UnsupportedSchema { schema: u32, readable: String },
 
+    /// A class-wise report (`report.json`, `eval-*.json`) that is not JSON or lacks a field.
+    #[error("{what}: not a class-wise report: {message}")]
+    Report { what: String, message: String },
+
     #[error(transparent)]
     Theory(#[from] TheoryError),
 }

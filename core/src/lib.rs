@@ -6,8 +6,10 @@
 //!   and which base objectives each fits;
 //! * [`average`]: EMA and FAWA decisions;
 //! * [`select`]: model-selection strategies (last, best avg + worst, CFA's, WAT's);
-//! * [`record`]: the versioned records of a run's `metrics.jsonl`, written by the trainer and
-//!   read by the figures (older schemas converted on reading).
+//! * [`record`]: the versioned records of a run (`metrics.jsonl`, the class-wise reports, the
+//!   per-image predictions), written by the trainer and read by the figures (older schemas
+//!   converted on reading);
+//! * [`eval`]: how an evaluation counted robust samples and computed (named in its reports).
 //!
 //! Each is implemented once; the backends only apply the decisions to their models.
 
@@ -15,7 +17,9 @@ pub mod aggregate;
 pub mod average;
 pub mod driver;
 pub mod error;
+pub mod eval;
 pub mod io;
+pub mod name;
 pub mod plan;
 pub mod record;
 pub mod rule;

@@ -33,15 +33,28 @@ fn summary(per_class: [f64; 4]) -> String {
     )
 }
 
-/// An evaluation as `classwise_trainer::eval::Evaluation` serialises it; the fields compare
-/// does not read carry placeholder values.
+/// A report as `classwise_core::record::Report` serialises it, 10 images per class. Without
+/// `confusion`, each class's robust images are on the diagonal and its other images predicted
+/// as the next class. The statistics compare recomputes (worst, CV, ...) carry placeholders.
 fn report(attack: &str, clean: [f64; 4], robust: [f64; 4], confusion: Option<[u64; 16]>) -> String {
-    let confusion = match confusion {
-        Some(c) => format!(r#"{{"n_classes":4,"counts":{c:?}}}"#),
-        None => "null".into(),
-    };
+    let confusion = confusion.unwrap_or_else(|| {
+        let mut c = [0u64; 16];
+        for (k, r) in robust.iter().enumerate() {
+            let right = (10.0 * r).round() as u64;
+            c[k * 4 + k] = right;
+            c[k * 4 + (k + 1) % 4] = 10 - right;
+        }
+        c
+    });
+    let per = |f: &dyn Fn(usize) -> f64| (0..4).map(f).collect::<Vec<f64>>();
+    let errors = format!(
+        r#"{{"standard":{:?},"boundary":{:?},"robust":{:?},"overall_standard":0.0,"overall_boundary":0.0,"overall_robust":0.0,"totals":[10,10,10,10],"clean_wrong_robust_correct":[0,0,0,0]}}"#,
+        per(&|k| 1.0 - clean[k]),
+        per(&|k| clean[k] - robust[k]),
+        per(&|k| 1.0 - robust[k]),
+    );
     format!(
-        r#"{{"attack":"{attack}","eps":0.1,"robust_counting":"clean-and-adversarial","n_samples":40,"class_names":{CLASSES:?},"clean":{},"robust":{},"robust_worst_20_percent":0.0,"errors":{{}},"confusion_under_attack":{confusion},"warnings":[]}}"#,
+        r#"{{"schema":2,"attack":"{attack}","eps":0.1,"robust_counting":"clean-and-adversarial","n_samples":40,"class_names":{CLASSES:?},"clean":{},"robust":{},"robust_worst_20_percent":0.0,"errors":{errors},"confusion_under_attack":{{"n_classes":4,"counts":{confusion:?}}},"warnings":[],"precision":"fp32"}}"#,
         summary(clean),
         summary(robust)
     )
@@ -269,8 +282,21 @@ fn figures_draw_the_compared_numbers() {
     assert!((num(&rows[3][3]) - 0.4).abs() < 1e-12);
     assert!((num(&rows[3][4]) - 0.5).abs() < 1e-12);
 
-    // AutoAttack reports carry no confusion counts; the PGD reports do.
-    assert!(Confusion::new(&c, "last", &aa, ConfusionKind::RowNormalised).is_err());
+    // AutoAttack's reports carry confusion counts as every report does (the fixture puts a
+    // class's robust images on the diagonal): base's class 3 keeps 0.1 of its images.
+    let aa_confusion = Confusion::new(&c, "last", &aa, ConfusionKind::RowNormalised).unwrap();
+    let (header, rows) = csv(&aa_confusion.tables()[0]);
+    assert_eq!(header, "method,true,predicted,fraction");
+    let base_3_3: Vec<&Vec<String>> = rows
+        .iter()
+        .filter(|r| r[0] == "base" && r[1] == "3" && r[2] == "3")
+        .collect();
+    assert_eq!(base_3_3.len(), 1, "{rows:?}");
+    assert!(
+        (num(&base_3_3[0][3]) - 0.1).abs() < 1e-12,
+        "{:?}",
+        base_3_3[0]
+    );
     let pgd = c.keys.iter().find(|k| k.attack == PGD).unwrap();
     let confusion = Confusion::new(&c, "last", pgd, ConfusionKind::RowNormalised).unwrap();
     let (_, rows) = csv(&confusion.tables()[0]);
@@ -315,17 +341,16 @@ fn figures_draw_the_compared_numbers() {
             "compare-class-bars",
             "compare-radar",
             "compare-class-errors",
+            "compare-confusion",
+            "compare-misclassified",
             "compare-worst-over-epochs",
             "compare-classes-over-epochs"
         ]
     );
-    // No confusion under AutoAttack, no grid in the group names, no steps or CVC in these
-    // reports, uniform plans, schema-2 logs without training steps or confusion, no run
-    // without a class.
-    assert_eq!(skipped.len(), 9, "{skipped:?}");
+    // No grid in the group names, no steps or CVC in these reports, uniform plans, schema-2
+    // logs without training steps or confusion, no run without a class.
+    assert_eq!(skipped.len(), 7, "{skipped:?}");
     for (s, what) in skipped.iter().zip([
-        "confusion",
-        "confusion",
         "swept parameter",
         "flip-steps",
         "cvc",
@@ -824,7 +849,7 @@ fn training_steps_and_confusion_are_the_logged_ones() {
     assert!(e.contains("train_attack_steps"), "{e}");
 }
 
-/// `predictions/report.json` as `classwise_trainer::eval::Evaluation::write_predictions` writes
+/// `predictions/report.json` as `classwise_trainer::eval::write_predictions` writes
 /// it: for 40 images (10 per class, in class order), the adversarial prediction and robustness.
 fn predictions(adversarial: &[usize], robust: &[bool]) -> String {
     let labels: Vec<usize> = (0..40).map(|i| i / 10).collect();

@@ -32,7 +32,7 @@ fn line(epoch: usize, train: [f64; 3], test: Option<[f64; 3]>, ema: Option<[f64;
     )
 }
 
-const REPORT: &str = r#"{"attack":"pgd-10 ce step 0.025","eps":0.1,"n_samples":30,"class_names":["cat","dog","ship"],"clean":{"n_classes":3,"per_class":[0.9,0.8,0.5],"overall":0.7333333333333333,"class_mean":0.7333333333333333,"worst":{"class":2,"value":0.5},"best":{"class":0,"value":0.9},"cv_fraction2":0.03,"cv_percent2":300.0,"mcd":0.4},"robust":{"n_classes":3,"per_class":[0.6,0.5,0.1],"overall":0.4,"class_mean":0.4,"worst":{"class":2,"value":0.1},"best":{"class":0,"value":0.6},"cv_fraction2":0.05,"cv_percent2":500.0,"mcd":0.5},"robust_worst_20_percent":0.1,"errors":{},"confusion_under_attack":{"n_classes":3,"counts":[8,1,1,2,7,1,0,3,7]},"warnings":[]}"#;
+const REPORT: &str = r#"{"attack":"pgd-10 ce step 0.025","eps":0.1,"n_samples":30,"class_names":["cat","dog","ship"],"clean":{"n_classes":3,"per_class":[0.9,0.8,0.5],"overall":0.7333333333333333,"class_mean":0.7333333333333333,"worst":{"class":2,"value":0.5},"best":{"class":0,"value":0.9},"cv_fraction2":0.03,"cv_percent2":300.0,"mcd":0.4},"robust":{"n_classes":3,"per_class":[0.6,0.5,0.1],"overall":0.4,"class_mean":0.4,"worst":{"class":2,"value":0.1},"best":{"class":0,"value":0.6},"cv_fraction2":0.05,"cv_percent2":500.0,"mcd":0.5},"robust_worst_20_percent":0.1,"errors":{"standard":[0.1,0.2,0.5],"boundary":[0.3,0.3,0.4],"robust":[0.4,0.5,0.9],"overall_standard":0.26666666666666666,"overall_boundary":0.3333333333333333,"overall_robust":0.6,"totals":[10,10,10],"clean_wrong_robust_correct":[0,0,0]},"confusion_under_attack":{"n_classes":3,"counts":[8,1,1,2,7,1,0,3,7]},"warnings":[]}"#;
 
 fn write_run(dir: &Path, lines: &[String], report: bool) {
     std::fs::create_dir_all(dir).unwrap();
@@ -201,7 +201,35 @@ fn bad_run_files_are_errors_naming_file_and_line() {
         false,
     );
     let two = REPORT.replace(r#"["cat","dog","ship"]"#, r#"["cat","dog"]"#);
-    std::fs::write(dir.join("report.json"), two).unwrap();
+    std::fs::write(dir.join("report.json"), &two).unwrap();
+    let err = RunLog::read(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("report.json")
+            && err.contains("clean.per_class")
+            && err.contains("one per class name"),
+        "{err}"
+    );
+    // A consistent report of two classes, against a log of three.
+    let mut report: serde_json::Value = serde_json::from_str(&two).unwrap();
+    let lists = [
+        "/clean/per_class",
+        "/robust/per_class",
+        "/errors/standard",
+        "/errors/boundary",
+        "/errors/robust",
+        "/errors/totals",
+        "/errors/clean_wrong_robust_correct",
+    ];
+    for list in lists {
+        report
+            .pointer_mut(list)
+            .unwrap()
+            .as_array_mut()
+            .unwrap()
+            .pop();
+    }
+    report["confusion_under_attack"] = serde_json::json!({"n_classes": 2, "counts": [8, 2, 3, 7]});
+    std::fs::write(dir.join("report.json"), report.to_string()).unwrap();
     let err = RunLog::read(&dir).unwrap_err().to_string();
     assert!(
         err.contains("report.json") && err.contains("3 of each"),

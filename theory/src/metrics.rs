@@ -14,7 +14,7 @@
 //!   [`TheoryError::Class`] with `problem = "is out of range"`.
 //! * Ties for the worst (best) class go to the lowest class index.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::check::Bound;
 use crate::error::{Result, TheoryError, check, require};
@@ -282,7 +282,7 @@ pub fn class_accuracy_from_counts(correct: &[u64], total: &[u64]) -> Result<Clas
 // ---------------------------------------------------------------------------------------------
 
 /// A class index with its value (the worst or best class).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ClassValue {
     pub class: usize,
     pub value: f64,
@@ -474,7 +474,13 @@ impl ClassAccuracy {
 }
 
 /// All statistics of a [`ClassAccuracy`], in fractions unless the name says otherwise.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// Read back from JSON, only `per_class` and `overall` are taken from the file: every other
+/// field is a function of `per_class` and is computed again ([`ClassAccuracy::summary`]), so
+/// a summary read is always consistent and the statistics written by an older version (or left
+/// out of a hand-written file) cannot disagree with its accuracies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SummaryFields")]
 pub struct ClassAccuracySummary {
     pub n_classes: usize,
     pub per_class: Vec<f64>,
@@ -488,6 +494,40 @@ pub struct ClassAccuracySummary {
     /// CV, percent² (Tian).
     pub cv_percent2: f64,
     pub mcd: f64,
+}
+
+impl ClassAccuracySummary {
+    /// The reported average: `overall` when counts were known, otherwise `class_mean`
+    /// ([`ClassAccuracy::average`]).
+    pub fn average(&self) -> f64 {
+        self.overall.unwrap_or(self.class_mean)
+    }
+}
+
+/// What a [`ClassAccuracySummary`] is read from.
+#[derive(Deserialize)]
+struct SummaryFields {
+    per_class: Vec<f64>,
+    #[serde(default)]
+    overall: Option<f64>,
+}
+
+impl TryFrom<SummaryFields> for ClassAccuracySummary {
+    type Error = TheoryError;
+
+    fn try_from(f: SummaryFields) -> Result<Self> {
+        if let Some(o) = f.overall {
+            require(
+                "overall",
+                o,
+                (0.0..=1.0).contains(&o),
+                "a fraction in [0, 1]",
+            )?;
+        }
+        let mut summary = ClassAccuracy::from_values(f.per_class)?.summary();
+        summary.overall = f.overall;
+        Ok(summary)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -505,7 +545,7 @@ pub struct ClassAccuracySummary {
 /// in [`ClassErrors::clean_wrong_robust_correct`]; when there are some, b_k is smaller than that
 /// fraction (and may even be negative). The FRL/BAT identity robust = standard + boundary holds
 /// always.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassErrors {
     pub standard: Vec<f64>,
     pub boundary: Vec<f64>,
@@ -652,12 +692,29 @@ pub fn cvc(probs: &[f64], labels: &[usize], n_classes: usize) -> Result<Vec<f64>
 // Confusion matrix (Tian's robust confusion matrix, Tian et al. Fig. 2)
 // ---------------------------------------------------------------------------------------------
 
-/// Confusion counts: rows are true classes, columns predictions.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Confusion counts: rows are true classes, columns predictions. Read back from JSON through
+/// [`ConfusionMatrix::from_counts`], so a file with other than `n_classes`² counts is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ConfusionFields")]
 pub struct ConfusionMatrix {
     n_classes: usize,
     /// Row-major `n_classes × n_classes`.
     counts: Vec<u64>,
+}
+
+/// What a [`ConfusionMatrix`] is read from.
+#[derive(Deserialize)]
+struct ConfusionFields {
+    n_classes: usize,
+    counts: Vec<u64>,
+}
+
+impl TryFrom<ConfusionFields> for ConfusionMatrix {
+    type Error = TheoryError;
+
+    fn try_from(f: ConfusionFields) -> Result<Self> {
+        ConfusionMatrix::from_counts(f.n_classes, f.counts)
+    }
 }
 
 impl ConfusionMatrix {

@@ -4,7 +4,7 @@
 use classwise_trainer::Result;
 use classwise_trainer::attack::Pgd;
 use classwise_trainer::attack::{Attack, AttackInput};
-use classwise_trainer::eval::{RobustCounting, evaluate, markdown};
+use classwise_trainer::eval::{PerImage, Report, RobustCounting, evaluate, markdown};
 use classwise_trainer::model::Classifier;
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
@@ -88,6 +88,24 @@ fn class_wise_report_matches_hand_computed_values() {
     let md = markdown(&e);
     assert!(md.contains("| 0 high | 66.67 | 33.33 |"), "{md}");
     assert!(md.contains("**worst**"), "{md}");
+
+    // The one report type: what is written reads back equal (all but the per-image decisions,
+    // which go to predictions/), and writes the same text again.
+    let text = e.to_pretty().unwrap();
+    assert!(
+        text.starts_with("{\n  \"schema\": 2,\n  \"attack\""),
+        "{text}"
+    );
+    let read = Report::parse(&text, "report.json").unwrap();
+    assert_eq!(read.per_image, PerImage::default());
+    assert_eq!(
+        read,
+        Report {
+            per_image: PerImage::default(),
+            ..e.clone()
+        }
+    );
+    assert_eq!(read.to_pretty().unwrap(), text);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use classwise_core::record::{
-    AutoAttackRecord, PredictionsRecord, ProtocolRecord, REPORT_FILES, ReportRecord,
+    AutoAttackRecord, PredictionsRecord, ProtocolRecord, REPORT_FILES, Report,
 };
 use serde::Serialize;
 
@@ -48,7 +48,7 @@ pub struct Evaluated {
     pub key: AttackKey,
     /// The file it was read from (relative to the run directory).
     pub file: String,
-    pub report: ReportRecord,
+    pub report: Report,
 }
 
 /// A run to compare and the group it is averaged in.
@@ -120,7 +120,7 @@ fn parse<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
 
 /// The class-wise evaluation of a `classwise eval` report: a single attack's report is one;
 /// an AutoAttack report (it has the cascade's `version`) ends with one.
-fn eval_report(path: &Path) -> Result<ReportRecord> {
+fn eval_report(path: &Path) -> Result<Report> {
     let text = read(path)?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| invalid(path.display().to_string(), e, "a JSON report"))?;
@@ -170,7 +170,7 @@ impl RunResults {
             ));
         }
         let mut evaluations = Vec::new();
-        let mut push = |model: &str, file: String, report: ReportRecord| -> Result<()> {
+        let mut push = |model: &str, file: String, report: Report| -> Result<()> {
             report.check(&dir.join(&file).display().to_string())?;
             let key = AttackKey {
                 attack: report.attack.clone(),

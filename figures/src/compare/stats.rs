@@ -14,8 +14,8 @@
 //! to its printed numbers.
 
 use classwise_core::aggregate::MeanStd;
-use classwise_core::record::{ClassSummary, ReportRecord};
-use classwise_theory::metrics::{ClassAccuracy, wat_rho};
+use classwise_core::record::Report;
+use classwise_theory::metrics::{ClassAccuracy, ClassAccuracySummary, wat_rho};
 use serde::Serialize;
 
 use super::load::{AttackKey, RunResults};
@@ -62,8 +62,8 @@ pub struct RunMetrics {
 
 impl RunMetrics {
     /// The metrics of one report; `what` names it in errors.
-    pub fn of(r: &ReportRecord, what: &str) -> Result<RunMetrics> {
-        let accuracy = |s: &ClassSummary| {
+    pub fn of(r: &Report, what: &str) -> Result<RunMetrics> {
+        let accuracy = |s: &ClassAccuracySummary| {
             ClassAccuracy::from_values(s.per_class.clone())
                 .map_err(|e| invalid(what.to_owned(), e, "per-class accuracies"))
         };
@@ -74,34 +74,24 @@ impl RunMetrics {
         };
         let max = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::NEG_INFINITY, f64::max);
         let pairs = || clean.per_class().iter().zip(robust.per_class());
-        let matrix = r
-            .confusion_under_attack
-            .as_ref()
-            .map(|c| c.matrix())
-            .transpose()?;
-        let confusion = match &matrix {
-            Some(m) => Some(
-                m.row_normalized_percent()
-                    .map_err(|e| {
-                        invalid(
-                            format!("{what}: confusion_under_attack"),
-                            e,
-                            "a sample in every class",
-                        )
-                    })?
-                    .into_iter()
-                    .map(|row| row.into_iter().map(|v| v / 100.0).collect())
-                    .collect(),
-            ),
-            None => None,
-        };
-        let target_share = matrix.as_ref().and_then(|m| m.target_shares());
-        let misclassified = matrix.as_ref().map(|m| {
-            m.misclassified()
-                .into_iter()
-                .map(|row| row.into_iter().map(|n| n as f64).collect())
-                .collect()
-        });
+        let matrix = &r.confusion_under_attack;
+        let confusion = matrix
+            .row_normalized_percent()
+            .map_err(|e| {
+                invalid(
+                    format!("{what}: confusion_under_attack"),
+                    e,
+                    "a sample in every class",
+                )
+            })?
+            .into_iter()
+            .map(|row| row.into_iter().map(|v| v / 100.0).collect())
+            .collect();
+        let misclassified = matrix
+            .misclassified()
+            .into_iter()
+            .map(|row| row.into_iter().map(|n| n as f64).collect())
+            .collect();
         Ok(RunMetrics {
             clean_avg: r.clean.average(),
             clean_worst: clean.worst().value,
@@ -120,9 +110,9 @@ impl RunMetrics {
             rob_err_worst: 1.0 - robust.worst().value,
             clean_per_class: clean.per_class().to_vec(),
             robust_per_class: robust.per_class().to_vec(),
-            confusion,
-            misclassified,
-            target_share,
+            confusion: Some(confusion),
+            misclassified: Some(misclassified),
+            target_share: matrix.target_shares(),
             cvc: r.cvc.clone(),
             flip_steps: r
                 .steps_to_flip

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-pub use classwise_core::record::{ClassSummary, EpochRecord, ReportRecord, SplitRecord};
+pub use classwise_core::record::{EpochRecord, Report, SplitRecord};
 
 use crate::error::{FigureError, Result, invalid};
 
@@ -15,7 +15,7 @@ pub struct RunLog {
     pub name: String,
     pub epochs: Vec<EpochRecord>,
     /// `None` while the run is unfinished.
-    pub report: Option<ReportRecord>,
+    pub report: Option<Report>,
     /// From the report, else `class 0`, `class 1`, ….
     pub class_names: Vec<String>,
     /// Test images per class of the per-epoch evaluations, from `config.toml` (the smaller of
@@ -78,13 +78,7 @@ impl RunLog {
         let epochs: Vec<EpochRecord> = numbered.into_iter().map(|(_, e)| e).collect();
         let report_path = dir.join("report.json");
         let report = if report_path.exists() {
-            let r: ReportRecord = serde_json::from_str(&read(&report_path)?).map_err(|e| {
-                invalid(
-                    report_path.display().to_string(),
-                    e,
-                    "a report written by `classwise train`",
-                )
-            })?;
+            let r = Report::parse(&read(&report_path)?, &report_path.display().to_string())?;
             let lens = [
                 r.class_names.len(),
                 r.clean.per_class.len(),

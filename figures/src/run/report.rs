@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::HPos;
 
-use super::log::{ReportRecord, RunLog};
+use super::log::{Report, RunLog};
 use crate::error::{Result, invalid};
 use crate::legend::{self, Entry};
 use crate::render::Figure;
@@ -23,7 +23,7 @@ const ROBUST: RGBColor = style::POS;
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunReportBars {
     pub name: String,
-    pub report: ReportRecord,
+    pub report: Report,
 }
 
 impl RunReportBars {

@@ -11,13 +11,14 @@
 //!   the logits of the halves must equal those of the whole batch (else they depend on the batch
 //!   size); both give warnings, as AutoAttack's checks do.
 
-use classwise_theory::metrics::{
-    ClassAccuracySummary, ClassErrors, ConfusionMatrix, class_accuracy_from_flags, class_errors,
-};
+use classwise_theory::metrics::{ConfusionMatrix, class_accuracy_from_flags, class_errors};
 use std::path::{Path, PathBuf};
 
-use classwise_core::record::{PREDICTIONS_SCHEMA, PredictionsRecord};
-use serde::{Deserialize, Serialize};
+/// How robust samples are counted ([`classwise_core::eval::RobustCounting`]).
+pub use classwise_core::eval::RobustCounting;
+/// The class-wise report of one model under one attack, the one type that is written and read
+/// ([`classwise_core::record::Report`], versioned by [`REPORT_SCHEMA`]).
+pub use classwise_core::record::{FlipSteps, PerImage, REPORT_SCHEMA, Report};
 use tch::{Device, Kind, Tensor};
 
 pub mod autoattack;
@@ -32,185 +33,25 @@ use crate::model::Precision;
 /// Relative tolerance of the batch-size check on logits.
 const LOGIT_TOL: f64 = 1e-4;
 
-/// When a sample counts as robust.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RobustCounting {
-    /// Correct on the clean input **and** on its adversarial example, as AutoAttack counts
-    /// (`fra31/auto-attack:autoattack/autoattack.py` attacks only the points classified
-    /// correctly when clean). Robust accuracy never exceeds clean accuracy, so boundary errors
-    /// are never negative.
-    #[default]
-    CleanAndAdversarial,
-    /// Correct on the adversarial example, whatever the clean prediction, as the reference
-    /// training codes evaluate (`PKU-ML/CFA`, `boqili/WAT`, `hannxu123/fair_robust`): a clean
-    /// error that the attack happens to fix counts as robust. For parity runs with them.
-    AdversarialOnly,
-}
-
-impl RobustCounting {
-    /// A sentence for reports.
-    pub fn describe(self) -> &'static str {
-        match self {
-            RobustCounting::CleanAndAdversarial => {
-                "robust = correct on the clean input and on its adversarial example \
-                 (AutoAttack's counting)"
-            }
-            RobustCounting::AdversarialOnly => {
-                "robust = correct on the adversarial example, whatever the clean prediction \
-                 (the reference codes' counting)"
-            }
+/// Writes [`Report::predictions`] of the report written at `report` (`<dir>/<name>`) to
+/// `<dir>/predictions/<name>`, atomically and as compact JSON (three numbers per test image).
+/// Returns the path written.
+pub fn write_predictions(evaluation: &Report, report: &Path) -> Result<PathBuf> {
+    let name = report
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = report.parent().unwrap_or(Path::new("."));
+    let path = dir.join("predictions").join(&name);
+    let mut text = serde_json::to_vec(&evaluation.predictions(&name)).map_err(|source| {
+        TrainerError::Json {
+            what: "predictions",
+            source,
         }
-    }
-
-    /// Both countings.
-    pub const ALL: [RobustCounting; 2] = [
-        RobustCounting::CleanAndAdversarial,
-        RobustCounting::AdversarialOnly,
-    ];
-
-    /// The short name used in file names and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            RobustCounting::CleanAndAdversarial => "clean-and-adversarial",
-            RobustCounting::AdversarialOnly => "adversarial-only",
-        }
-    }
-}
-
-impl std::str::FromStr for RobustCounting {
-    type Err = String;
-
-    /// Parses [`RobustCounting::name`].
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|c| c.name()).collect();
-                format!("expected one of {}", names.join(", "))
-            })
-    }
-}
-
-/// The class-wise report of one model under one attack.
-#[derive(Debug, Clone, Serialize)]
-pub struct Evaluation {
-    pub attack: String,
-    pub eps: f64,
-    /// How robust samples were counted.
-    pub robust_counting: RobustCounting,
-    pub n_samples: usize,
-    pub class_names: Vec<String>,
-    pub clean: ClassAccuracySummary,
-    pub robust: ClassAccuracySummary,
-    /// Mean robust accuracy of the worst 20% of classes (CFA's Tiny-ImageNet metric).
-    pub robust_worst_20_percent: f64,
-    pub errors: ClassErrors,
-    /// Rows: true classes; columns: predictions on the adversarial examples.
-    pub confusion_under_attack: ConfusionMatrix,
-    /// The class-wise variance of confidence of Tian et al. Def. 5.1 (their Fig. 3a, Table 2):
-    /// per class, the mean over its test images of the variance of the softmax vector on the
-    /// clean image (absent from AutoAttack's reports).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cvc: Option<Vec<f64>>,
-    /// The attack steps each class needed (BAT §3, Fig. 2), for attacks that stop a sample at
-    /// its first misclassification (`classwise eval --attack flip-steps`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub steps_to_flip: Option<FlipSteps>,
-    pub warnings: Vec<String>,
-    /// The arithmetic of the model's forward passes (`fp32`, or `bf16` mixed precision).
-    pub precision: Precision,
-    /// What was decided for each test image; written beside the report as
-    /// `predictions/<report>.json` ([`Evaluation::predictions`]), not into it.
-    #[serde(skip)]
-    pub per_image: PerImage,
-}
-
-/// Per test image, in evaluation order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PerImage {
-    pub labels: Vec<usize>,
-    /// The prediction on the adversarial example.
-    pub adversarial: Vec<usize>,
-    /// Whether the image counts as robust under the evaluation's counting.
-    pub robust: Vec<bool>,
-}
-
-impl Evaluation {
-    /// The per-image record written as `predictions/<report>`, for the report file `report`
-    /// (Tian et al. §6, the homing matrix of their Fig. 4b, follows single images).
-    pub fn predictions(&self, report: &str) -> PredictionsRecord {
-        PredictionsRecord {
-            schema: PREDICTIONS_SCHEMA,
-            report: report.to_owned(),
-            attack: self.attack.clone(),
-            eps: self.eps,
-            robust_counting: self.robust_counting.name().to_owned(),
-            labels: self.per_image.labels.clone(),
-            adversarial: self.per_image.adversarial.clone(),
-            robust: self.per_image.robust.clone(),
-        }
-    }
-
-    /// Writes [`Evaluation::predictions`] of the report written at `report` (`<dir>/<name>`)
-    /// to `<dir>/predictions/<name>`, atomically and as compact JSON (three numbers per test
-    /// image). Returns the path written.
-    pub fn write_predictions(&self, report: &Path) -> Result<PathBuf> {
-        let name = report
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let dir = report.parent().unwrap_or(Path::new("."));
-        let path = dir.join("predictions").join(&name);
-        let mut text =
-            serde_json::to_vec(&self.predictions(&name)).map_err(|source| TrainerError::Json {
-                what: "predictions",
-                source,
-            })?;
-        text.push(b'\n');
-        crate::io::write_atomic(&path, &text)?;
-        Ok(path)
-    }
-}
-
-/// Per class, how many ascent steps the attack needed to misclassify an image (BAT §3, the
-/// "source-class" measure of Fig. 2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FlipSteps {
-    /// The attack's step count K.
-    pub max_steps: usize,
-    /// The mean over the class's images of the steps taken: 0 for an image misclassified at
-    /// the random start, K for one never misclassified within K steps (so a lower bound of the
-    /// mean when `flipped` < 1).
-    pub mean: Vec<f64>,
-    /// The fraction of the class's images misclassified within K steps.
-    pub flipped: Vec<f64>,
-}
-
-impl FlipSteps {
-    /// From each sample's steps taken, label and final misclassification.
-    fn of(steps: &[usize], labels: &[usize], wrong: &[bool], k: usize, max: usize) -> Self {
-        let mut sum = vec![0.0; k];
-        let mut flipped = vec![0.0; k];
-        let mut n = vec![0.0; k];
-        for ((&s, &y), &w) in steps.iter().zip(labels).zip(wrong) {
-            sum[y] += s as f64;
-            flipped[y] += f64::from(u8::from(w));
-            n[y] += 1.0;
-        }
-        let per = |v: Vec<f64>| {
-            v.iter()
-                .zip(&n)
-                .map(|(x, n)| if *n > 0.0 { x / n } else { 0.0 })
-                .collect()
-        };
-        FlipSteps {
-            max_steps: max,
-            mean: per(sum),
-            flipped: per(flipped),
-        }
-    }
+    })?;
+    text.push(b'\n');
+    crate::io::write_atomic(&path, &text)?;
+    Ok(path)
 }
 
 /// x' from `attack` at the same budget ε for every sample, the model in eval mode.
@@ -253,7 +94,7 @@ pub fn evaluate(
     eps: f64,
     counting: RobustCounting,
     device: Device,
-) -> Result<Evaluation> {
+) -> Result<Report> {
     let k = class_names.len();
     if k < 2 {
         return Err(invalid("class_names", k, "at least 2 classes"));
@@ -358,14 +199,15 @@ pub(crate) fn summarize(
     class_names: &[String],
     o: Outcomes,
     warnings: Vec<String>,
-) -> Result<Evaluation> {
+) -> Result<Report> {
     let k = class_names.len();
     if o.labels.is_empty() {
         return Err(invalid("data", "no samples", "at least one batch"));
     }
     let clean = class_accuracy_from_flags(&o.clean_ok, &o.labels, k)?;
     let robust = class_accuracy_from_flags(&o.robust_ok, &o.labels, k)?;
-    Ok(Evaluation {
+    Ok(Report {
+        schema: REPORT_SCHEMA,
         attack,
         eps,
         robust_counting: counting,
@@ -460,7 +302,7 @@ fn flags(pred: &Tensor, y: &Tensor) -> Result<Vec<bool>> {
 }
 
 /// The report as a markdown table: one row per class, then avg, worst, worst-20%, CV and MCD.
-pub fn markdown(e: &Evaluation) -> String {
+pub fn markdown(e: &Report) -> String {
     use std::fmt::Write as _;
     let pct = |v: f64| format!("{:.2}", 100.0 * v);
     let mut out = format!(
@@ -482,7 +324,7 @@ pub fn markdown(e: &Evaluation) -> String {
             pct(e.errors.robust[k]),
         );
     }
-    let avg = |s: &ClassAccuracySummary| s.overall.unwrap_or(s.class_mean);
+    let avg = |s: &classwise_theory::metrics::ClassAccuracySummary| s.average();
     let _ = writeln!(
         out,
         "| **avg** | {} | {} | {} | {} | {} |",

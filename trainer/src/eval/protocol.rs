@@ -25,7 +25,7 @@ use tch::{Device, Kind};
 use super::autoattack::{
     AaAttack, AutoAttackReport, AutoAttackSpec, Cascade, Version, clean_logits,
 };
-use super::{Evaluation, Outcomes, RobustCounting, evaluate, summarize};
+use super::{Outcomes, Report, RobustCounting, evaluate, summarize};
 use crate::attack::Eps;
 use crate::attack::{Attack, Pgd};
 use crate::data::Dataset;
@@ -177,7 +177,7 @@ pub struct EntryReport {
     pub label: String,
     pub eps: f64,
     pub eps_text: String,
-    pub evaluation: Evaluation,
+    pub evaluation: Report,
     /// The class × attack table of an AutoAttack entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autoattack: Option<AutoAttackReport>,
@@ -306,7 +306,7 @@ fn natural(
     data: &Dataset,
     batch_size: usize,
     device: Device,
-) -> Result<Evaluation> {
+) -> Result<Report> {
     let logits = clean_logits(model, data, batch_size, device)?;
     let pred: Vec<i64> = Vec::try_from(&logits.argmax(-1, false))?;
     let probs: Vec<f64> = Vec::try_from(
@@ -341,7 +341,7 @@ pub fn markdown(r: &ProtocolReport) -> String {
     use std::fmt::Write as _;
     let pct = |v: f64| format!("{:.2}", 100.0 * v);
     let mut out = format!(
-        "Evaluation protocol on {} test images; robust = correct on the clean input and on \
+        "Report protocol on {} test images; robust = correct on the clean input and on \
          its adversarial example.\n\n| class |",
         r.n_samples
     );
@@ -360,7 +360,7 @@ pub fn markdown(r: &ProtocolReport) -> String {
         }
         out.push('\n');
     }
-    type Cell<'a> = &'a dyn Fn(&Evaluation) -> String;
+    type Cell<'a> = &'a dyn Fn(&Report) -> String;
     let rows: [(&str, Cell); 3] = [
         ("**all**", &|e| {
             pct(e.robust.overall.unwrap_or(e.robust.class_mean))

@@ -6,7 +6,7 @@ use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
 use super::init::{InitStyle, ParamInit};
-use super::precision::active;
+use super::precision::{active, reduced_kind};
 
 /// A 2-D convolution (square kernel, zero padding, dilation 1, one group) computed in the
 /// active [`super::precision`]: fp32 as `nn::Conv2D`, or with input, weight and bias cast to
@@ -27,7 +27,7 @@ impl Conv2d {
             let (s, p) = ([self.stride, self.stride], [padding, padding]);
             x.conv2d(w, b, s, p, [1, 1], 1)
         };
-        match active().reduced_kind() {
+        match reduced_kind(active()) {
             None => conv(xs, ws, bs),
             Some(k) => conv(
                 &xs.to_kind(k),
@@ -51,7 +51,7 @@ pub(crate) struct Linear(pub(crate) nn::Linear);
 impl Module for Linear {
     fn forward(&self, xs: &Tensor) -> Tensor {
         let (ws, bs) = (&self.0.ws, self.0.bs.as_ref());
-        match active().reduced_kind() {
+        match reduced_kind(active()) {
             None => xs.linear(ws, bs),
             Some(k) => xs
                 .to_kind(k)

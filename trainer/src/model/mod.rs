@@ -160,7 +160,7 @@ impl Model {
     /// Computes the forward passes in `precision` from now on ([`precision`]); the parameters
     /// stay fp32. Fails, naming `precision`, if the model's device cannot compute in it.
     pub fn set_precision(&mut self, precision: Precision) -> Result<()> {
-        precision.check(self.device())?;
+        precision::check(precision, self.device())?;
         self.precision = precision;
         Ok(())
     }

@@ -16,76 +16,41 @@
 
 use std::cell::Cell;
 
-use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::error::{Result, TrainerError, invalid};
+use crate::error::{Result, invalid};
 
-/// The arithmetic of forward passes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    /// Everything in float32 (the papers' setting).
-    #[default]
-    Fp32,
-    /// bfloat16 convolutions and linear layers, fp32 weights, losses and attacks.
-    Bf16,
-}
+pub use classwise_core::eval::Precision;
 
-impl Precision {
-    pub const ALL: [Precision; 2] = [Precision::Fp32, Precision::Bf16];
-
-    /// The config and command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::Fp32 => "fp32",
-            Precision::Bf16 => "bf16",
-        }
-    }
-
-    /// The kind convolutions and linear layers compute in, when it is not fp32.
-    pub fn reduced_kind(self) -> Option<Kind> {
-        match self {
-            Precision::Fp32 => None,
-            Precision::Bf16 => Some(Kind::BFloat16),
-        }
-    }
-
-    /// Checks that `device` computes in this precision: a bf16 convolution is tried there. On
-    /// the CPU bf16 is allowed but slow unless the processor has bf16 instructions (AVX-512
-    /// BF16, AMX), which the caller should say.
-    pub fn check(self, device: Device) -> Result<()> {
-        let Some(kind) = self.reduced_kind() else {
-            return Ok(());
-        };
-        let probe = || -> std::result::Result<Tensor, tch::TchError> {
-            let x = Tensor::f_ones([1, 1, 3, 3], (kind, device))?;
-            x.f_conv2d(&x, None::<Tensor>, [1, 1], [0, 0], [1, 1], 1)
-        };
-        probe().map(drop).map_err(|e| {
-            invalid(
-                "precision",
-                format!("\"{}\" on {device:?}", self.name()),
-                format!("a device that computes in bf16 (a bf16 convolution failed there: {e}); use precision = \"fp32\""),
-            )
-        })
+/// The kind convolutions and linear layers compute in under `precision`, when it is not fp32.
+pub fn reduced_kind(precision: Precision) -> Option<Kind> {
+    match precision {
+        Precision::Fp32 => None,
+        Precision::Bf16 => Some(Kind::BFloat16),
     }
 }
 
-impl std::fmt::Display for Precision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Precision {
-    type Err = TrainerError;
-    fn from_str(s: &str) -> Result<Self> {
-        Precision::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| invalid("precision", s, "\"fp32\" or \"bf16\""))
-    }
+/// Checks that `device` computes in `precision`: a bf16 convolution is tried there. On the CPU
+/// bf16 is allowed but slow unless the processor has bf16 instructions (AVX-512 BF16, AMX),
+/// which the caller should say.
+pub fn check(precision: Precision, device: Device) -> Result<()> {
+    let Some(kind) = reduced_kind(precision) else {
+        return Ok(());
+    };
+    let probe = || -> std::result::Result<Tensor, tch::TchError> {
+        let x = Tensor::f_ones([1, 1, 3, 3], (kind, device))?;
+        x.f_conv2d(&x, None::<Tensor>, [1, 1], [0, 0], [1, 1], 1)
+    };
+    probe().map(drop).map_err(|e| {
+        invalid(
+            "precision",
+            format!("\"{}\" on {device:?}", precision.name()),
+            format!(
+                "a device that computes in bf16 (a bf16 convolution failed there: {e}); \
+                 use precision = \"fp32\""
+            ),
+        )
+    })
 }
 
 thread_local! {

@@ -18,7 +18,7 @@ use super::seeds::{EvalSplit, eval_seed, stream, torch_seed};
 use super::{TrainOptions, progress};
 use crate::data::{Dataset, LoadedBatch, Loader, LoaderPlan};
 use crate::error::{IoContext, Result, TrainerError, invalid};
-use crate::eval::Evaluation;
+use crate::eval::Report;
 use crate::io::write_json;
 use crate::model::Model;
 use crate::train::{EpochOutcome, EpochProgress, EpochStats, Sgd, StepSettings, train_epoch_from};
@@ -49,7 +49,7 @@ pub(crate) struct Trainer<'a> {
     /// The epoch's validation accuracies, from `measure` to `record`.
     val_record: Option<SplitRecord>,
     /// What the hooks leave at the end: the final report and each track's selection.
-    pub report: Option<Evaluation>,
+    pub report: Option<Report>,
     pub selected: Vec<SelectedTrack>,
 }
 
@@ -119,7 +119,7 @@ impl<'a> Trainer<'a> {
 
     /// Evaluates `model` on the per-epoch subset of `split` after `epoch`, libtorch reseeded as
     /// for every model of that epoch.
-    pub fn eval_split(&self, model: &Model, epoch: usize, split: EvalSplit) -> Result<Evaluation> {
+    pub fn eval_split(&self, model: &Model, epoch: usize, split: EvalSplit) -> Result<Report> {
         let data = match (split, &self.val_eval) {
             (EvalSplit::Test, _) => &self.test_eval,
             (EvalSplit::Val, Some(v)) => v,
@@ -156,7 +156,7 @@ impl<'a> Trainer<'a> {
 
     /// The final evaluation of `model`: the whole test set, the run's attack, reseeded as
     /// `classwise eval` does.
-    pub fn final_eval(&self, model: &Model) -> Result<Evaluation> {
+    pub fn final_eval(&self, model: &Model) -> Result<Report> {
         tch::manual_seed(super::report_seed(self.config));
         evaluate_on(model, &self.data.test, self.config, self.device)
     }
@@ -399,7 +399,7 @@ impl Backend for Trainer<'_> {
 
 /// A validation evaluation as the metrics line logs it and as a rule observes it (class-wise
 /// clean and robust accuracy, errors); both empty without one.
-fn validation_stats(val: Option<&Evaluation>) -> (Option<SplitRecord>, ClassStats) {
+fn validation_stats(val: Option<&Report>) -> (Option<SplitRecord>, ClassStats) {
     let record = val.map(split_record);
     let stats = ClassStats {
         train_robust: Vec::new(),

@@ -9,7 +9,7 @@ use super::config::RunConfig;
 use super::dir::RunDir;
 use crate::data::{self, Dataset, Part, Split, batches};
 use crate::error::Result;
-use crate::eval::{Evaluation, evaluate};
+use crate::eval::{Report, evaluate};
 use crate::io::write_json;
 use crate::model::Model;
 
@@ -101,7 +101,7 @@ pub fn evaluate_on(
     data: &Dataset,
     config: &RunConfig,
     device: Device,
-) -> Result<Evaluation> {
+) -> Result<Report> {
     evaluate_with(model, data, config, &config.eval.attack, device)
 }
 
@@ -112,7 +112,7 @@ pub fn evaluate_with(
     config: &RunConfig,
     attack: &dyn crate::attack::Attack,
     device: Device,
-) -> Result<Evaluation> {
+) -> Result<Report> {
     evaluate(
         model,
         batches(data, config.eval_batch_size(device), device)?,

@@ -8,17 +8,15 @@ use std::path::Path;
 use classwise_core::record::{EpochRecord, SplitRecord};
 
 use crate::error::{IoContext, Result};
-use crate::eval::Evaluation;
+use crate::eval::Report;
 
 /// The class-wise accuracies of an evaluation, as logged for its split.
-pub fn split_record(e: &Evaluation) -> SplitRecord {
-    let avg =
-        |s: &classwise_theory::metrics::ClassAccuracySummary| s.overall.unwrap_or(s.class_mean);
+pub fn split_record(e: &Report) -> SplitRecord {
     SplitRecord {
         clean: e.clean.per_class.clone(),
         robust: e.robust.per_class.clone(),
-        clean_avg: avg(&e.clean),
-        robust_avg: avg(&e.robust),
+        clean_avg: e.clean.average(),
+        robust_avg: e.robust.average(),
         robust_worst: e.robust.worst.value,
         robust_worst_class: e.robust.worst.class,
         robust_cv: e.robust.cv_fraction2,

@@ -61,7 +61,7 @@ pub use log::split_record;
 pub use seeds::report_seed;
 
 use crate::error::Result;
-use crate::eval::Evaluation;
+use crate::eval::Report;
 use backend::Trainer;
 use hooks::{CheckpointPruner, FinalReport, MetricsSink, WriteSelection};
 use tracks::{AveragedTrack, Averages, RawSelection, SelectionTrack};
@@ -97,7 +97,7 @@ pub struct TrainOptions {
 pub struct RunSummary {
     pub dir: RunDir,
     /// The final report; `None` when the run stopped early (`stop_after`).
-    pub report: Option<Evaluation>,
+    pub report: Option<Report>,
     pub completed_epochs: usize,
     /// Set when a signal (or [`TrainOptions::interrupt_at`]) stopped the run inside an epoch;
     /// its mid-epoch checkpoint is in the run directory.
@@ -164,7 +164,7 @@ fn hooks<'a>(config: &RunConfig, dir: &RunDir) -> Result<Vec<Box<dyn Hook<Traine
 /// Checks that `device` computes in the run's precision (warning that bf16 is slow on the CPU)
 /// and sets cuDNN's autotuner on CUDA, before anything is written.
 fn configure_device(config: &RunConfig, device: tch::Device) -> Result<()> {
-    config.precision.check(device)?;
+    crate::model::precision::check(config.precision, device)?;
     if config.precision != crate::model::Precision::Fp32 && !device.is_cuda() {
         eprintln!(
             "warning: precision = \"{}\" on the CPU: forward passes are emulated in bf16 and \

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::dir::RunDir;
 use crate::error::Result;
-use crate::eval::{Evaluation, markdown};
+use crate::eval::{Report, markdown, write_predictions};
 use crate::io::write_json;
 
 /// `selection.json`: the strategy and, per track, the epoch it chose.
@@ -30,10 +30,10 @@ pub(crate) struct SelectedTrack {
 }
 
 /// Writes `<stem>.json`, `<stem>.md` and `predictions/<stem>.json`.
-pub(crate) fn write_report(dir: &RunDir, stem: &str, report: &Evaluation) -> Result<()> {
+pub(crate) fn write_report(dir: &RunDir, stem: &str, report: &Report) -> Result<()> {
     let json = dir.0.join(format!("{stem}.json"));
     write_json(&json, "report", report)?;
-    report.write_predictions(&json)?;
+    write_predictions(report, &json)?;
     crate::io::write_atomic(
         &dir.0.join(format!("{stem}.md")),
         markdown(report).as_bytes(),
@@ -58,14 +58,14 @@ pub(crate) struct SelectionNote {
 pub(crate) fn write_selected_report(
     dir: &RunDir,
     stem: &str,
-    report: &Evaluation,
+    report: &Report,
     note: SelectionNote,
 ) -> Result<()> {
     #[derive(Serialize)]
     struct Selected<'a> {
         selection: SelectionNote,
         #[serde(flatten)]
-        report: &'a Evaluation,
+        report: &'a Report,
     }
     let sentence = format!(
         "Selected model: the `{}` track at epoch {} of {} (0-based index {}), chosen by the \
@@ -85,7 +85,7 @@ pub(crate) fn write_selected_report(
             report,
         },
     )?;
-    report.write_predictions(&json)?;
+    write_predictions(report, &json)?;
     crate::io::write_atomic(
         &dir.0.join(format!("{stem}.md")),
         (sentence + &markdown(report)).as_bytes(),

@@ -8,12 +8,12 @@
 use std::path::{Path, PathBuf};
 
 use classwise_core::aggregate::MeanStd;
-use classwise_core::record::ReportRecord;
+use classwise_core::record::Report;
 use serde::Serialize;
 
 use super::SweepDir;
 use super::plan::Manifest;
-use crate::error::{IoContext, Result, TrainerError};
+use crate::error::{IoContext, Result};
 use crate::run::RunProgress;
 
 /// The report files collected, by the name of the model they evaluate.
@@ -61,7 +61,7 @@ pub fn collect(dir: &Path) -> Result<Collected> {
     let manifest = Manifest::load(dir)?;
     let sweep = SweepDir(dir.to_path_buf());
     let mut groups: Vec<GroupSummary> = Vec::new();
-    let mut reports: Vec<Vec<(String, Vec<ReportRecord>)>> = Vec::new();
+    let mut reports: Vec<Vec<(String, Vec<Report>)>> = Vec::new();
     for entry in &manifest.runs {
         let g = match groups.iter().position(|g| g.group == entry.group) {
             Some(g) => g,
@@ -109,17 +109,13 @@ pub fn collect(dir: &Path) -> Result<Collected> {
     })
 }
 
-fn read_report(path: &Path) -> Result<ReportRecord> {
+fn read_report(path: &Path) -> Result<Report> {
     let text = std::fs::read_to_string(path).at("reading", path)?;
-    serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
-        path: path.to_path_buf(),
-        offset: None,
-        reason: format!("not a class-wise report: {e}"),
-    })
+    Ok(Report::parse(&text, &path.display().to_string())?)
 }
 
 /// Mean ± std over the seeds' reports of one model; they must agree on attack, ε and classes.
-fn summarise(group: &str, model: &str, list: &[ReportRecord]) -> Result<ModelSummary> {
+fn summarise(group: &str, model: &str, list: &[Report]) -> Result<ModelSummary> {
     let first = &list[0];
     if let Some(other) = list.iter().find(|r| {
         r.attack != first.attack || r.eps != first.eps || r.class_names != first.class_names
@@ -133,14 +129,14 @@ fn summarise(group: &str, model: &str, list: &[ReportRecord]) -> Result<ModelSum
             ),
         ));
     }
-    let stat = |f: &dyn Fn(&ReportRecord) -> f64| {
+    let stat = |f: &dyn Fn(&Report) -> f64| {
         MeanStd::of(&list.iter().map(f).collect::<Vec<_>>()).expect("at least one report")
     };
     let k = first.class_names.len();
     let per_class = |robust: bool| -> Vec<MeanStd> {
         (0..k)
             .map(|c| {
-                stat(&|r: &ReportRecord| {
+                stat(&|r: &Report| {
                     let s = if robust { &r.robust } else { &r.clean };
                     s.per_class.get(c).copied().unwrap_or(f64::NAN)
                 })
@@ -152,9 +148,9 @@ fn summarise(group: &str, model: &str, list: &[ReportRecord]) -> Result<ModelSum
         attack: first.attack.clone(),
         eps: first.eps,
         clean_avg: stat(&|r| r.clean.average()),
-        clean_worst: stat(&|r| r.clean.worst()),
+        clean_worst: stat(&|r| r.clean.worst.value),
         robust_avg: stat(&|r| r.robust.average()),
-        robust_worst: stat(&|r| r.robust.worst()),
+        robust_worst: stat(&|r| r.robust.worst.value),
         clean_per_class: per_class(false),
         robust_per_class: per_class(true),
     })

@@ -29,6 +29,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use classwise_core::name::{is_plain, slug};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -145,8 +146,15 @@ pub struct Manifest {
     pub runs: Vec<Entry>,
 }
 
-/// The version of `manifest.json`.
-pub const MANIFEST_SCHEMA: u32 = 1;
+/// The version of `manifest.json` written now. Schema 1 named run ids with another slug (`=`
+/// and every other character outside letters, digits, `-`, `_`, `.` became `_`, runs not
+/// collapsed); schema 2 names them with [`classwise_core::name::slug`]. Both read the same, and
+/// a schema-1 sweep runs and resumes as planned; planning it again refuses when an id would
+/// change ([`check_ids_kept`]).
+pub const MANIFEST_SCHEMA: u32 = 2;
+
+/// The manifest schemas [`Manifest::load`] reads.
+const READABLE_MANIFESTS: [u32; 2] = [1, 2];
 
 impl Manifest {
     pub fn path(dir: &Path) -> PathBuf {
@@ -166,12 +174,12 @@ impl Manifest {
             offset: None,
             reason: format!("not a sweep manifest: {e}"),
         })?;
-        if m.schema != MANIFEST_SCHEMA {
+        if !READABLE_MANIFESTS.contains(&m.schema) {
             return Err(TrainerError::BadData {
                 path,
                 offset: None,
                 reason: format!(
-                    "manifest schema {} (this classwise reads schema {MANIFEST_SCHEMA})",
+                    "manifest schema {} (this classwise reads schemas {READABLE_MANIFESTS:?})",
                     m.schema
                 ),
             });
@@ -211,7 +219,7 @@ impl SweepSpec {
 
     fn validate(&self, path: &Path) -> Result<()> {
         let field = |f: &str| format!("{}: {f}", path.display());
-        if self.name.is_empty() || slug(&self.name) != self.name {
+        if !is_plain(&self.name) {
             return Err(invalid(
                 field("name"),
                 format!("{:?}", self.name),
@@ -232,7 +240,7 @@ impl SweepSpec {
         }
         let mut names = std::collections::BTreeSet::new();
         for v in &self.variant {
-            if v.name.is_empty() || slug(&v.name) != v.name || !names.insert(&v.name) {
+            if !is_plain(&v.name) || !names.insert(&v.name) {
                 return Err(invalid(
                     field("variant.name"),
                     format!("{:?}", v.name),
@@ -504,24 +512,40 @@ fn toml_text(v: &toml::Value) -> String {
     v.to_string()
 }
 
-/// The text with anything but letters, digits, `-`, `_` and `.` replaced by `_`.
-fn slug(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// `<group slug>-s<seed>-<10 hex digits of SHA-256(config)>`.
 fn run_id(group: &str, seed: u64, config: &str) -> String {
     let digest = sha2::Sha256::digest(config.as_bytes());
     let hex: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
     format!("{}-s{seed}-{hex}", slug(&group.replace('/', "-")))
+}
+
+/// Refuses to plan again a sweep of manifest schema 1 whose runs would get other ids for the
+/// same configuration (their groups hold `=` or runs of other characters, which the schema-2
+/// slug names differently): its runs would be planned anew under the new ids and trained again.
+fn check_ids_kept(previous: &Manifest, fresh: &[Entry], dir: &Path) -> Result<()> {
+    if previous.schema >= 2 {
+        return Ok(());
+    }
+    // The configuration's digest ends the id: the same digest under another name is a rename.
+    let digest = |id: &str| id.rsplit_once('-').map(|(_, d)| d.to_owned());
+    let renamed = previous.runs.iter().find_map(|old| {
+        let new = fresh
+            .iter()
+            .find(|e| e.group == old.group && e.id != old.id && digest(&e.id) == digest(&old.id))?;
+        Some((old.id.as_str(), new.id.as_str()))
+    });
+    match renamed {
+        None => Ok(()),
+        Some((old, new)) => Err(invalid(
+            "--out",
+            dir.display(),
+            format!(
+                "a sweep directory whose run ids this classwise keeps; it was planned by an \
+                 older one that named run `{new}` as `{old}`: run and resume it as planned \
+                 (`classwise sweep run`), or plan into a new directory"
+            ),
+        )),
+    }
 }
 
 /// What [`plan`] did.
@@ -561,6 +585,9 @@ pub fn plan(spec_path: &Path, dir: &Path, set: &[String]) -> Result<(Manifest, P
                 spec.name, p.name
             ),
         ));
+    }
+    if let Some(p) = &previous {
+        check_ids_kept(p, &fresh, dir)?;
     }
     let mut runs = Vec::new();
     let mut dropped = Vec::new();

@@ -12,7 +12,7 @@ use super::state::{Clock, State, StateKey, Store, data_fingerprint};
 use super::step::{Runner, Step};
 use crate::data::Dataset;
 use crate::error::{Bound, Result, check, invalid};
-use crate::eval::{Evaluation, Outcomes, RobustCounting, first_batch_checks, summarize};
+use crate::eval::{Outcomes, Report, RobustCounting, first_batch_checks, summarize};
 use crate::model::Classifier;
 
 /// The cascade's settings.
@@ -195,12 +195,7 @@ impl Cascade<'_> {
 
     /// The final class-wise evaluation (robust = survived every attack), with the warnings
     /// of the run and of Square's check.
-    fn evaluation(
-        &self,
-        model: &dyn Classifier,
-        data: &Dataset,
-        state: &State,
-    ) -> Result<Evaluation> {
+    fn evaluation(&self, model: &dyn Classifier, data: &Dataset, state: &State) -> Result<Report> {
         let labels = data.label_slice();
         let mut warnings = state.warnings.clone();
         if let Some(w) = square_check(&state.finished) {
@@ -234,7 +229,7 @@ impl Cascade<'_> {
     /// The report of a run over `n` images that took `seconds` (over all sessions).
     fn report(
         &self,
-        evaluation: Evaluation,
+        evaluation: Report,
         steps: Vec<StepReport>,
         seconds: f64,
         resumed: bool,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::eval::Evaluation;
+use crate::eval::Report;
 
 /// Robust accuracy after one attack of the cascade.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -35,7 +35,7 @@ pub struct AutoAttackReport {
     /// The class × attack table, one entry per attack in cascade order.
     pub steps: Vec<StepReport>,
     /// The final class-wise report (robust = survived every attack).
-    pub evaluation: Evaluation,
+    pub evaluation: Report,
     /// Seconds of the whole evaluation (clean pass included; over all sessions if resumed).
     pub seconds: f64,
     pub seconds_per_image: f64,

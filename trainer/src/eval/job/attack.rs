@@ -3,7 +3,7 @@
 
 use crate::attack::{EarlyStoppedPgd, Pgd, StepSize};
 use crate::error::{Result, invalid};
-use crate::eval::markdown;
+use crate::eval::{markdown, write_predictions};
 use crate::run::{RunConfig, RunDir, evaluate_on, evaluate_with, report_seed};
 
 use super::{EvalOutput, EvalRequest, file_stem, load_eval_model, test_subset, write_report};
@@ -94,6 +94,6 @@ pub(super) fn run(
     let stem = file_stem(request, &report.attack, &config.eval.eps, counting);
     let text = markdown(&report);
     let out = write_report(dir, &stem, "evaluation", &report, text)?;
-    report.write_predictions(&out.json_path)?;
+    write_predictions(&report, &out.json_path)?;
     Ok(out)
 }

@@ -81,9 +81,7 @@ pub(super) fn run(
     let out = cascade.run(&model, &test, device)?;
     let text = crate::eval::autoattack::markdown(&out.report);
     let mut written = write_report(dir, &stem, "autoattack report", &out.report, text)?;
-    out.report
-        .evaluation
-        .write_predictions(&written.json_path)?;
+    crate::eval::write_predictions(&out.report.evaluation, &written.json_path)?;
     if job.save_adv {
         let stem = written
             .json_path

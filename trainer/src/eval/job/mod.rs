@@ -10,6 +10,8 @@ mod protocol;
 
 use std::path::{Path, PathBuf};
 
+use classwise_core::name::slug;
+
 use crate::attack::Eps;
 use crate::data::{self, Dataset, Part};
 use crate::error::{IoContext, Result, TrainerError};
@@ -121,20 +123,6 @@ fn test_subset(request: &EvalRequest, config: &RunConfig) -> Result<(Dataset, Ve
         &test_full,
         request.test_per_class.or(config.data.test_per_class),
     )
-}
-
-/// `text` as one file-name component: ASCII letters, digits, `.`, `-` and `=` are kept, any
-/// other run of characters becomes one `_`.
-fn slug(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '=') {
-            out.push(c);
-        } else if !out.ends_with('_') {
-            out.push('_');
-        }
-    }
-    out.trim_matches('_').to_string()
 }
 
 /// The checkpoint and test-subset parts of an evaluation's file name: `last` (or `file-<path>`)

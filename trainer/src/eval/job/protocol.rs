@@ -1,14 +1,15 @@
 //! `classwise eval --protocol`: the configuration's `[[eval.protocol]]` into one report;
 //! AutoAttack entries resume from `<run>/<report stem>.partial/entry-<i>/`.
 
+use classwise_core::name::slug;
+
 use crate::error::{Result, invalid};
 use crate::eval::RobustCounting;
 use crate::eval::protocol::{self, ProtocolOptions};
 use crate::run::{RunConfig, RunDir, report_seed};
 
 use super::{
-    EvalOutput, EvalRequest, load_eval_model, remove_partial, slug, stem_parts, test_subset,
-    write_report,
+    EvalOutput, EvalRequest, load_eval_model, remove_partial, stem_parts, test_subset, write_report,
 };
 
 /// Runs the protocol on the request's model.
