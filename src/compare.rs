@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use classwise_core::eval::RobustCounting;
 use classwise_core::record::REPORT_FILES;
 use classwise_figures::compare::{self, Comparison, RunInput, RunResults};
 use classwise_trainer::sweep::{Manifest, SweepDir};
@@ -33,6 +34,11 @@ pub struct CompareArgs {
     /// Print the comparison as JSON instead of markdown.
     #[arg(long)]
     json: bool,
+    /// Read robust accuracy under this counting where a report has it (`adversarial-only`, as
+    /// the papers' code counts, or `clean-and-adversarial`): reports of attacks on every image
+    /// carry both, AutoAttack's only the second [default: each report's own].
+    #[arg(long, value_parser = |s: &str| s.parse::<RobustCounting>())]
+    robust_counting: Option<RobustCounting>,
 }
 
 /// The seed in a run's `config.toml`, if it has one.
@@ -148,6 +154,7 @@ fn baseline_group(baseline: &str, runs: &[RunInput]) -> Option<String> {
 pub fn compare_into(
     runs: Vec<RunInput>,
     baseline: Option<&str>,
+    counting: Option<RobustCounting>,
     model: &str,
     out: &Path,
 ) -> anyhow::Result<(Comparison, Vec<classwise_figures::Rendered>, Vec<String>)> {
@@ -170,7 +177,7 @@ pub fn compare_into(
         .into_iter()
         .map(RunResults::read)
         .collect::<Result<Vec<_>, _>>()?;
-    let comparison = Comparison::new(&results, baseline.as_deref())?;
+    let comparison = Comparison::new(&results, baseline.as_deref(), counting)?;
     compare::write_tables(&comparison, model, out)?;
     let (figures, skipped) = compare::render_all(&comparison, &results, model, out)?;
     classwise_figures::write_index(
@@ -195,8 +202,13 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     for n in &notes {
         eprintln!("note: {n}");
     }
-    let (comparison, figures, skipped) =
-        compare_into(runs, a.baseline.as_deref(), &a.model, &a.out)?;
+    let (comparison, figures, skipped) = compare_into(
+        runs,
+        a.baseline.as_deref(),
+        a.robust_counting,
+        &a.model,
+        &a.out,
+    )?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&comparison)?);
     } else {

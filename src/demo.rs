@@ -277,7 +277,7 @@ fn compare_smoke(out: &Path, data_dir: Option<PathBuf>) -> anyhow::Result<Vec<St
         });
     }
     let (comparison, figures, _) =
-        crate::compare::compare_into(runs, Some("at"), "last", &out.join("compare"))?;
+        crate::compare::compare_into(runs, Some("at"), None, "last", &out.join("compare"))?;
     let key = comparison
         .primary_key("last")
         .context("the compared runs share no evaluation")?;

@@ -65,6 +65,38 @@ fn a_report_reads_back_as_written() {
 }
 
 #[test]
+fn the_other_counting_is_read_under_its_name() {
+    let with_other = |counting: &str| {
+        first_report().replacen(
+            ",\"robust_worst_20_percent\"",
+            &format!(
+                ",\"robust_other_counting\":{{\"robust_counting\":\"{counting}\",\"robust\":{{\"per_class\":[0.7,0.5,0.2]}}}},\"robust_worst_20_percent\""
+            ),
+            1,
+        )
+    };
+    let r = Report::parse(&with_other("adversarial-only"), "r.json").unwrap();
+    let own = RobustCounting::CleanAndAdversarial;
+    assert_eq!(r.robust_under(own).unwrap().per_class, [0.6, 0.5, 0.1]);
+    let other = r.robust_under(RobustCounting::AdversarialOnly).unwrap();
+    assert_eq!(other.per_class, [0.7, 0.5, 0.2]);
+    assert_eq!((other.worst.class, other.worst.value), (2, 0.2));
+    let text = r.to_pretty().unwrap();
+    assert_eq!(Report::parse(&text, "again.json").unwrap(), r);
+    // Without it, only the report's own counting; the report's own counting twice is refused.
+    let plain = Report::parse(&first_report(), "r.json").unwrap();
+    assert!(
+        plain
+            .robust_under(RobustCounting::AdversarialOnly)
+            .is_none()
+    );
+    let e = Report::parse(&with_other("clean-and-adversarial"), "r.json")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("robust_other_counting.robust_counting"), "{e}");
+}
+
+#[test]
 fn bad_reports_are_refused_naming_the_field() {
     let err = |text: &str| {
         Report::parse(text, "runs/a/report.json")
@@ -96,6 +128,11 @@ fn bad_reports_are_refused_naming_the_field() {
     );
     let e = err(&first_report().replace("\"totals\":[10,10,10]", "\"totals\":[10,10]"));
     assert!(e.contains("errors.totals"), "{e}");
+    let e = err(&first_report().replace("\"totals\":[10,10,10]", "\"totals\":[10,10,9]"));
+    assert!(
+        e.contains("errors.totals") && e.contains("29 images") && e.contains("n_samples = 30"),
+        "{e}"
+    );
     let e = err(&first_report().replace(",\"errors\"", ",\"no_errors\""));
     assert!(e.contains("missing field `errors`"), "{e}");
     let e = err(&first_report().replace(

@@ -8,6 +8,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use classwise_core::eval::RobustCounting;
+
 use classwise_figures::Figure;
 use classwise_figures::compare::diagnostics::{ATTACK_STEPS, CVC, ClassDiagnostic};
 use classwise_figures::compare::epochs::{
@@ -185,7 +187,7 @@ fn close(a: f64, b: f64) {
 fn statistics_over_seeds_and_rho_are_the_hand_computed_ones() {
     let tmp = tempfile::tempdir().unwrap();
     let results = read(runs(tmp.path()));
-    let c = Comparison::new(&results, Some("base")).unwrap();
+    let c = Comparison::new(&results, Some("base"), None).unwrap();
     assert_eq!(c.models, ["last", "best"]);
     assert_eq!(c.keys.len(), 2, "{:?}", c.keys);
     let pgd = c.keys.iter().find(|k| k.attack == PGD).unwrap();
@@ -256,7 +258,7 @@ fn statistics_over_seeds_and_rho_are_the_hand_computed_ones() {
 fn figures_draw_the_compared_numbers() {
     let tmp = tempfile::tempdir().unwrap();
     let results = read(runs(tmp.path()));
-    let c = Comparison::new(&results, None).unwrap();
+    let c = Comparison::new(&results, None, None).unwrap();
     let aa = c.primary_key("last").unwrap().clone();
 
     let bars = ClassBars::new(&c, "last", &aa).unwrap();
@@ -411,7 +413,7 @@ fn class_bars_of_single_runs_show_every_bar() {
     let tmp = tempfile::tempdir().unwrap();
     // Per class, then the worst class and the average: 0.1 to 0.7.
     let results = single_runs(tmp.path(), &[[0.7, 0.5, 0.3, 0.1], [0.6, 0.4, 0.2, 0.1]]);
-    let c = Comparison::new(&results, None).unwrap();
+    let c = Comparison::new(&results, None, None).unwrap();
     let bars = ClassBars::new(&c, "last", c.primary_key("last").unwrap()).unwrap();
     // 0.7 − 0.1 > 0.1 / 4: from 0, to ⌈(0.7 + 0.04)·20⌉/20 = ⌈14.8⌉/20 = 0.75.
     let (y, truncated) = bars.y_range();
@@ -429,7 +431,7 @@ fn class_bars_of_single_runs_show_every_bar() {
         tmp.path(),
         &[[0.95, 0.93, 0.92, 0.91], [0.94, 0.93, 0.92, 0.90]],
     );
-    let c = Comparison::new(&results, None).unwrap();
+    let c = Comparison::new(&results, None, None).unwrap();
     let bars = ClassBars::new(&c, "last", c.primary_key("last").unwrap()).unwrap();
     // 0.95 − 0.90 ≤ 0.90 / 4: from ⌊(0.90 − 0.08)·10⌋/10 = 0.8 to ⌈0.99·20⌉/20 = 1.
     let (y, truncated) = bars.y_range();
@@ -455,7 +457,7 @@ fn class_bars_of_single_runs_show_every_bar() {
 fn every_value_of_the_figures_lies_on_their_axes() {
     let tmp = tempfile::tempdir().unwrap();
     let results = read(runs(tmp.path()));
-    let c = Comparison::new(&results, None).unwrap();
+    let c = Comparison::new(&results, None, None).unwrap();
     let aa = c.primary_key("last").unwrap();
 
     let bars = ClassBars::new(&c, "last", aa).unwrap();
@@ -521,7 +523,7 @@ fn bad_inputs_name_the_file_and_what_was_expected() {
     );
 
     let results = read(inputs[1..].to_vec());
-    let e = Comparison::new(&results, Some("nope"))
+    let e = Comparison::new(&results, Some("nope"), None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("--baseline") && e.contains("base, fair"), "{e}");
@@ -588,7 +590,7 @@ fn sweep_plan_and_class_figures_draw_the_logged_numbers() {
         });
     }
     let results = read(inputs);
-    let c = Comparison::new(&results, Some("vanilla")).unwrap();
+    let c = Comparison::new(&results, Some("vanilla"), None).unwrap();
     let key = c.primary_key("last").unwrap().clone();
 
     let sweep = ParamSweep::new(&c, "last", &key).unwrap();
@@ -703,7 +705,7 @@ fn attack_steps_target_shares_and_cvc_are_the_reported_ones() {
         });
     }
     let results = read(inputs);
-    let c = Comparison::new(&results, None).unwrap();
+    let c = Comparison::new(&results, None, None).unwrap();
     let steps = ClassDiagnostic::new(&c, "last", c.primary_key("last"), &ATTACK_STEPS).unwrap();
     assert!(steps.selection.key.attack.starts_with("early-stopped"));
     let (header, rows) = csv(&steps.tables()[0]);
@@ -749,7 +751,7 @@ fn attack_steps_target_shares_and_cvc_are_the_reported_ones() {
             })
             .collect(),
     );
-    let c = Comparison::new(&plain, None).unwrap();
+    let c = Comparison::new(&plain, None, None).unwrap();
     let e = ClassDiagnostic::new(&c, "last", None, &ATTACK_STEPS)
         .unwrap_err()
         .to_string();
@@ -799,7 +801,7 @@ fn training_steps_and_confusion_are_the_logged_ones() {
         });
     }
     let results = read(inputs);
-    let c = Comparison::new(&results, None).unwrap();
+    let c = Comparison::new(&results, None, None).unwrap();
 
     let steps = PerClassOverEpochs::new(&TRAINING_ATTACK, &c, &results).unwrap();
     assert_eq!(steps.methods.len(), 1, "only the run that logged its steps");
@@ -840,7 +842,7 @@ fn training_steps_and_confusion_are_the_logged_ones() {
 
     // Without any such log, the error names the setting that writes it.
     let plain = read(results[1..].iter().map(|r| r.input.clone()).collect());
-    let c = Comparison::new(&plain, None).unwrap();
+    let c = Comparison::new(&plain, None, None).unwrap();
     let e = TrainConfusion::new(&c, &plain).unwrap_err().to_string();
     assert!(e.contains("log_confusion"), "{e}");
     let e = PerClassOverEpochs::new(&TRAINING_ATTACK, &c, &plain)
@@ -979,7 +981,7 @@ fn homing_counts_the_errors_that_retraining_without_their_class_fixes() {
         (6.0, 3.5)
     );
     assert_eq!(cells("2", "3")[5], "NaN");
-    let c = Comparison::new(&results, None).unwrap();
+    let c = Comparison::new(&results, None, None).unwrap();
     let out = tmp.path().join("out");
     let (rendered, _) = render_all(&c, &results, "last", &out).unwrap();
     let r = rendered.iter().find(|r| r.id == "compare-homing").unwrap();
@@ -1009,5 +1011,99 @@ fn homing_counts_the_errors_that_retraining_without_their_class_fixes() {
     assert!(
         e.contains("predictions/report.json") && e.contains("fgsm"),
         "{e}"
+    );
+}
+
+/// Edits `dir/file` as JSON.
+fn edit_json(path: &Path, edit: impl Fn(&mut serde_json::Value)) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(path, v.to_string()).unwrap();
+}
+
+/// Reports that differ in counting, precision or test images per class are refused, naming
+/// both files; with the other counting in every report, `--robust-counting` reads it.
+#[test]
+fn unlike_reports_are_refused_and_either_counting_is_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = runs(tmp.path());
+    let report = |i: usize| inputs[i].dir.join("report.json");
+    let refused = |what: &str| {
+        let e = Comparison::new(&read(inputs.clone()), None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("fair-s0/report.json")
+                && e.contains("base-s0/report.json")
+                && e.contains(what),
+            "{e}"
+        );
+        e
+    };
+    edit_json(&report(2), |v| {
+        v["robust_counting"] = "adversarial-only".into();
+    });
+    let e = refused("robust counting adversarial-only");
+    assert!(e.contains("--robust-counting"), "{e}");
+    edit_json(&report(2), |v| {
+        v["robust_counting"] = "clean-and-adversarial".into();
+        v["precision"] = "bf16".into();
+    });
+    refused("precision bf16");
+    edit_json(&report(2), |v| {
+        v["precision"] = "fp32".into();
+        v["errors"]["totals"] = serde_json::json!([10, 10, 9, 11]);
+    });
+    refused("test images per class [10, 10, 9, 11]");
+
+    // Every PGD report also carries the adversarial-only counting: each class 0.1 higher.
+    let mut inputs = runs(&tmp.path().join("both"));
+    for input in &mut inputs {
+        for file in ["report.json", "report-best.json"] {
+            edit_json(&input.dir.join(file), |v| {
+                let mut other = v["robust"].clone();
+                for a in other["per_class"].as_array_mut().unwrap() {
+                    *a = (a.as_f64().unwrap() + 0.1).into();
+                }
+                other["overall"] = serde_json::Value::Null;
+                v["robust_other_counting"] =
+                    serde_json::json!({"robust_counting": "adversarial-only", "robust": other});
+            });
+        }
+    }
+    let results = read(inputs);
+    let own = Comparison::new(&results, None, None).unwrap();
+    let adv = Comparison::new(&results, None, Some(RobustCounting::AdversarialOnly)).unwrap();
+    let pgd = own.keys.iter().find(|k| k.attack == PGD).unwrap();
+    let aa = own.keys.iter().find(|k| k.attack == AA).unwrap();
+    let (own_pgd, adv_pgd) = (
+        own.groups[0].get("last", pgd).unwrap(),
+        adv.groups[0].get("last", pgd).unwrap(),
+    );
+    assert_eq!(own_pgd.robust_counting, RobustCounting::CleanAndAdversarial);
+    assert_eq!(adv_pgd.robust_counting, RobustCounting::AdversarialOnly);
+    // base's robust averages 0.5 and 0.4 (mean 0.45) become 0.6 and 0.5 (the class means).
+    close(own_pgd.get("robust_avg").mean, 0.45);
+    close(adv_pgd.get("robust_avg").mean, 0.55);
+    close(adv_pgd.get("robust_worst").mean, 0.3);
+    // AutoAttack's reports have only their own counting, which they keep.
+    let adv_aa = adv.groups[0].get("last", aa).unwrap();
+    assert_eq!(adv_aa.robust_counting, RobustCounting::CleanAndAdversarial);
+    let md = classwise_figures::compare::tables::markdown(&adv, "last");
+    assert!(
+        md.contains("Robust counting per evaluation:")
+            && md.contains(&format!("{}: adversarial-only", pgd.describe()))
+            && md.contains(&format!("{}: clean-and-adversarial", aa.describe()))
+            && md.contains("Precision of the forward passes: fp32."),
+        "{md}"
+    );
+    let md = classwise_figures::compare::tables::markdown(&own, "last");
+    assert!(
+        md.contains(&format!(
+            "Robust counting: {}.",
+            RobustCounting::CleanAndAdversarial.describe()
+        )),
+        "{md}"
     );
 }

@@ -229,6 +229,7 @@ fn bad_run_files_are_errors_naming_file_and_line() {
             .pop();
     }
     report["confusion_under_attack"] = serde_json::json!({"n_classes": 2, "counts": [8, 2, 3, 7]});
+    report["n_samples"] = 20.into();
     std::fs::write(dir.join("report.json"), report.to_string()).unwrap();
     let err = RunLog::read(&dir).unwrap_err().to_string();
     assert!(

@@ -250,4 +250,14 @@ fn robust_counting_conventions() {
     );
     let json = serde_json::to_value(&reference).unwrap();
     assert_eq!(json["robust_counting"], "adversarial-only");
+    // Each report also carries the other counting, from the same adversarial examples.
+    for (report, other, per_class) in [
+        (&aa, RobustCounting::AdversarialOnly, [1.0, 1.0]),
+        (&reference, RobustCounting::CleanAndAdversarial, [1.0, 0.5]),
+    ] {
+        let counted = report.robust_other_counting.as_ref().unwrap();
+        assert_eq!(counted.robust_counting, other);
+        assert_eq!(counted.robust.per_class, per_class);
+        assert_eq!(report.robust_under(other).unwrap().per_class, per_class);
+    }
 }

@@ -13,7 +13,9 @@
 //!   [`RobustCounting::CleanAndAdversarial`]) and none had `precision` (added 2026-11-27;
 //!   fp32 was the only arithmetic before, so it reads as [`Precision::Fp32`]). `cvc` and
 //!   `steps_to_flip` are optional in every version.
-//! * Schema 2 ([`REPORT_SCHEMA`]): adds `schema`; every field of a schema-1 report is written.
+//! * Schema 2 ([`REPORT_SCHEMA`]): adds `schema` and, for attacks that attack every image,
+//!   `robust_other_counting` (the robust accuracy under the other counting, so that one
+//!   evaluation serves both); every field of a schema-1 report is written.
 //!
 //! Of the two accuracy summaries only `per_class` and `overall` are read; the statistics
 //! derived from them are computed again on reading
@@ -49,7 +51,13 @@ pub struct Report {
     pub n_samples: usize,
     pub class_names: Vec<String>,
     pub clean: ClassAccuracySummary,
+    /// Robust accuracy under `robust_counting`.
     pub robust: ClassAccuracySummary,
+    /// Robust accuracy under the other counting, from the same adversarial examples: written
+    /// for attacks that attack every image (not AutoAttack, which attacks only the images
+    /// classified correctly when clean).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robust_other_counting: Option<Counted>,
     /// Mean robust accuracy of the worst 20% of classes (CFA App. C.1, its Tiny-ImageNet
     /// metric).
     pub robust_worst_20_percent: f64,
@@ -80,6 +88,13 @@ pub struct Report {
     /// report read from a file.
     #[serde(skip)]
     pub per_image: PerImage,
+}
+
+/// Robust accuracy under a named counting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Counted {
+    pub robust_counting: RobustCounting,
+    pub robust: ClassAccuracySummary,
 }
 
 /// Per test image, in evaluation order.
@@ -155,6 +170,16 @@ impl Report {
         Ok(text)
     }
 
+    /// The robust accuracy under `counting`: `robust` when the report counted so, the other
+    /// counting's when the report has it, else `None`.
+    pub fn robust_under(&self, counting: RobustCounting) -> Option<&ClassAccuracySummary> {
+        if self.robust_counting == counting {
+            return Some(&self.robust);
+        }
+        let other = self.robust_other_counting.as_ref()?;
+        (other.robust_counting == counting).then_some(&other.robust)
+    }
+
     /// The per-image record written as `predictions/<report>`, for the report file `report`
     /// (Tian et al. §6, the homing matrix of their Fig. 4b, follows single images).
     pub fn predictions(&self, report: &str) -> PredictionsRecord {
@@ -193,6 +218,14 @@ impl Report {
             ));
         }
         self.check_lengths(what, k)?;
+        let counted: u64 = self.errors.totals.iter().sum();
+        if counted != self.n_samples as u64 {
+            return Err(invalid(
+                format!("{what}: errors.totals"),
+                format!("{counted} images"),
+                format!("n_samples = {}", self.n_samples),
+            ));
+        }
         if !(0.0..=1.0).contains(&self.robust_worst_20_percent) {
             return Err(invalid(
                 format!("{what}: robust_worst_20_percent"),
@@ -235,10 +268,28 @@ impl Report {
         Ok(())
     }
 
-    /// `cvc` and `steps_to_flip`, when present: one finite value ≥ 0 per class.
+    /// `cvc`, `steps_to_flip` and the other counting's accuracies, when present: one finite
+    /// value ≥ 0 per class; the other counting is not the report's own.
     fn check_optional(&self, what: &str, k: usize) -> Result<()> {
+        let other = self.robust_other_counting.as_ref();
+        if let Some(o) = other
+            && o.robust_counting == self.robust_counting
+        {
+            return Err(invalid(
+                format!("{what}: robust_other_counting.robust_counting"),
+                o.robust_counting,
+                format!(
+                    "the counting other than the report's ({})",
+                    self.robust_counting
+                ),
+            ));
+        }
         let flips = self.steps_to_flip.as_ref();
         let lists = [
+            (
+                "robust_other_counting.robust.per_class",
+                other.map(|o| &o.robust.per_class),
+            ),
             ("cvc", self.cvc.as_ref()),
             ("steps_to_flip.mean", flips.map(|s| &s.mean)),
             ("steps_to_flip.flipped", flips.map(|s| &s.flipped)),

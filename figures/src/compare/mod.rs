@@ -6,6 +6,7 @@
 //! seeds, with WAT's ρ against a baseline; [`tables`] writes them in the papers' table formats;
 //! [`figures`] draws the papers' class-wise figures.
 
+pub mod alike;
 pub mod diagnostics;
 pub mod epochs;
 pub mod figures;

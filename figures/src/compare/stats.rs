@@ -14,10 +14,12 @@
 //! to its printed numbers.
 
 use classwise_core::aggregate::MeanStd;
+use classwise_core::eval::{Precision, RobustCounting};
 use classwise_core::record::Report;
 use classwise_theory::metrics::{ClassAccuracy, ClassAccuracySummary, wat_rho};
 use serde::Serialize;
 
+use super::alike::{self, counting_of};
 use super::load::{AttackKey, RunResults};
 use crate::error::{Result, invalid};
 
@@ -61,13 +63,21 @@ pub struct RunMetrics {
 }
 
 impl RunMetrics {
-    /// The metrics of one report; `what` names it in errors.
-    pub fn of(r: &Report, what: &str) -> Result<RunMetrics> {
+    /// The metrics of one report, its robust accuracy under `counting`; `what` names it in
+    /// errors.
+    pub fn of(r: &Report, what: &str, counting: RobustCounting) -> Result<RunMetrics> {
         let accuracy = |s: &ClassAccuracySummary| {
             ClassAccuracy::from_values(s.per_class.clone())
                 .map_err(|e| invalid(what.to_owned(), e, "per-class accuracies"))
         };
-        let (clean, robust) = (accuracy(&r.clean)?, accuracy(&r.robust)?);
+        let counted = r.robust_under(counting).ok_or_else(|| {
+            invalid(
+                what.to_owned(),
+                format!("robust counting {}", r.robust_counting),
+                format!("a report with robust accuracy under {counting}"),
+            )
+        })?;
+        let (clean, robust) = (accuracy(&r.clean)?, accuracy(counted)?);
         let worst20 = |a: &ClassAccuracy| {
             a.worst_fraction_mean(0.2)
                 .map_err(|e| invalid(what.to_owned(), e, "per-class accuracies"))
@@ -96,7 +106,7 @@ impl RunMetrics {
             clean_avg: r.clean.average(),
             clean_worst: clean.worst().value,
             clean_worst20: worst20(&clean)?,
-            robust_avg: r.robust.average(),
+            robust_avg: counted.average(),
             robust_worst: robust.worst().value,
             robust_worst20: worst20(&robust)?,
             robust_cv: robust.cv(),
@@ -104,9 +114,9 @@ impl RunMetrics {
             robust_mcd: robust.mcd(),
             std_err_avg: 1.0 - r.clean.average(),
             std_err_worst: 1.0 - clean.worst().value,
-            bndy_err_avg: r.clean.average() - r.robust.average(),
+            bndy_err_avg: r.clean.average() - counted.average(),
             bndy_err_worst: max(&mut pairs().map(|(c, r)| c - r)),
-            rob_err_avg: 1.0 - r.robust.average(),
+            rob_err_avg: 1.0 - counted.average(),
             rob_err_worst: 1.0 - robust.worst().value,
             clean_per_class: clean.per_class().to_vec(),
             robust_per_class: robust.per_class().to_vec(),
@@ -156,6 +166,10 @@ pub struct Rho {
 pub struct Stats {
     pub model: String,
     pub key: AttackKey,
+    /// How the runs' robust accuracies were counted ([`alike`] checks that they agree).
+    pub robust_counting: RobustCounting,
+    /// The arithmetic of the runs' forward passes.
+    pub precision: Precision,
     /// The runs averaged (their directories), in the group's order.
     pub runs: Vec<String>,
     /// Each scalar of [`SCALARS`], in that order.
@@ -233,8 +247,15 @@ pub struct Comparison {
 impl Comparison {
     /// Groups `runs` by [`RunInput::group`](super::load::RunInput) in first-seen order and
     /// summarises each model and evaluation that every run of the group has; `baseline` names
-    /// the group ρ is computed against. All runs must have the same classes.
-    pub fn new(runs: &[RunResults], baseline: Option<&str>) -> Result<Comparison> {
+    /// the group ρ is computed against; robust accuracy is read under the counting `prefer`
+    /// where a report has it (else under its own). All runs must have the same classes, and
+    /// the reports of one evaluation the same counting, precision and test images
+    /// ([`alike::check`]).
+    pub fn new(
+        runs: &[RunResults],
+        baseline: Option<&str>,
+        prefer: Option<RobustCounting>,
+    ) -> Result<Comparison> {
         let Some(first) = runs.first() else {
             return Err(invalid("runs", "none", "at least one run directory"));
         };
@@ -249,6 +270,7 @@ impl Comparison {
                 ),
             ));
         }
+        alike::check(runs, prefer)?;
         let mut names: Vec<&str> = Vec::new();
         for r in runs {
             if !names.contains(&r.input.group.as_str()) {
@@ -292,10 +314,12 @@ impl Comparison {
                     .iter()
                     .zip(&members)
                     .map(|(e, r)| {
-                        RunMetrics::of(&e.report, &r.input.dir.join(&e.file).display().to_string())
+                        let what = r.input.dir.join(&e.file).display().to_string();
+                        RunMetrics::of(&e.report, &what, counting_of(&e.report, prefer))
                     })
                     .collect::<Result<Vec<_>>>()?;
-                stats.push(summarise(model, key, &members, per_run));
+                let conditions = alike::conditions(&found[0].report, prefer);
+                stats.push(summarise(model, key, &members, per_run, &conditions));
                 if !keys.contains(key) {
                     keys.push(key.clone());
                 }
@@ -395,6 +419,7 @@ fn summarise(
     key: &AttackKey,
     members: &[&RunResults],
     per_run: Vec<RunMetrics>,
+    conditions: &alike::Conditions,
 ) -> Stats {
     let over = |f: &dyn Fn(&RunMetrics) -> f64| {
         MeanStd::of(&per_run.iter().map(f).collect::<Vec<_>>()).expect("at least one run")
@@ -431,6 +456,8 @@ fn summarise(
         .max();
     Stats {
         model: model.to_owned(),
+        robust_counting: conditions.counting,
+        precision: conditions.precision,
         key: key.clone(),
         runs: members
             .iter()

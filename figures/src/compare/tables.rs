@@ -63,15 +63,62 @@ fn rho_text(v: Option<f64>) -> String {
     v.map_or("–".to_owned(), |r| format!("{r:.3}"))
 }
 
+/// How robust images were counted and the forward passes computed: one sentence each when
+/// every evaluation agrees, else per evaluation.
+fn conditions(c: &Comparison) -> String {
+    let mut per_key: Vec<&Stats> = Vec::new();
+    for s in c.groups.iter().flat_map(|g| &g.stats) {
+        if !per_key.iter().any(|p| p.key == s.key) {
+            per_key.push(s);
+        }
+    }
+    per_key.sort_by(|a, b| a.key.cmp(&b.key));
+    let counting = one_or_each(
+        &per_key,
+        "Robust counting",
+        |s| s.robust_counting.describe(),
+        |s| s.robust_counting.name(),
+    );
+    let precision = one_or_each(
+        &per_key,
+        "Precision of the forward passes",
+        |s| s.precision.name(),
+        |s| s.precision.name(),
+    );
+    format!("{counting} {precision}")
+}
+
+/// `{label}: {all(first)}.` when every entry has the same `each`, else `{label} per evaluation:
+/// {key}: {each}; …`.
+fn one_or_each(
+    per_key: &[&Stats],
+    label: &str,
+    all: impl Fn(&Stats) -> &'static str,
+    each: impl Fn(&Stats) -> &'static str,
+) -> String {
+    match per_key.first() {
+        Some(first) if per_key.iter().all(|s| each(s) == each(first)) => {
+            format!("{label}: {}.", all(first))
+        }
+        _ => {
+            let list: Vec<String> = (per_key.iter())
+                .map(|s| format!("{}: {}", s.key.describe(), each(s)))
+                .collect();
+            format!("{label} per evaluation: {}.", list.join("; "))
+        }
+    }
+}
+
 /// The whole comparison as markdown; `model` is the model of the WAT, BAT and Tian tables.
 pub fn markdown(c: &Comparison, model: &str) -> String {
     let mut out = String::from("# Class-wise comparison\n\n");
     out.push_str(
         "Accuracies and errors in percent: mean ± sample standard deviation over each group's \
          runs (seeds), each metric computed per run first (the worst class is each run's worst \
-         class). Robust accuracy counts an image as robust when it is classified correctly both \
-         clean and under attack.\n\n",
+         class). ",
     );
+    out.push_str(&conditions(c));
+    out.push_str("\n\n");
     header(&mut out, &["group", "runs", "seeds"]);
     for g in &c.groups {
         let seeds: Vec<String> = g

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 pub use classwise_core::eval::RobustCounting;
 /// The class-wise report of one model under one attack, the one type that is written and read
 /// ([`classwise_core::record::Report`], versioned by [`REPORT_SCHEMA`]).
-pub use classwise_core::record::{FlipSteps, PerImage, REPORT_SCHEMA, Report};
+pub use classwise_core::record::{Counted, FlipSteps, PerImage, REPORT_SCHEMA, Report};
 use tch::{Device, Kind, Tensor};
 
 pub mod autoattack;
@@ -170,6 +170,7 @@ pub fn evaluate(
             clean_probs: Some(probs),
             precision: model.precision(),
             steps,
+            all_attacked: true,
         },
         warnings,
     )
@@ -189,6 +190,9 @@ pub(crate) struct Outcomes {
     pub steps: Option<(Vec<usize>, usize)>,
     /// The arithmetic of the model's forward passes.
     pub precision: Precision,
+    /// Whether every image was attacked (not only those classified correctly when clean), so
+    /// that both countings can be told from the predictions.
+    pub all_attacked: bool,
 }
 
 /// The class-wise report of per-sample outcomes.
@@ -206,6 +210,10 @@ pub(crate) fn summarize(
     }
     let clean = class_accuracy_from_flags(&o.clean_ok, &o.labels, k)?;
     let robust = class_accuracy_from_flags(&o.robust_ok, &o.labels, k)?;
+    let robust_other_counting = match o.all_attacked {
+        true => Some(other_counting(counting, &o, k)?),
+        false => None,
+    };
     Ok(Report {
         schema: REPORT_SCHEMA,
         attack,
@@ -216,6 +224,7 @@ pub(crate) fn summarize(
         robust_worst_20_percent: robust.worst_fraction_mean(0.2)?,
         clean: clean.summary(),
         robust: robust.summary(),
+        robust_other_counting,
         errors: class_errors(&o.clean_ok, &o.robust_ok, &o.labels, k)?,
         confusion_under_attack: ConfusionMatrix::from_predictions(&o.robust_pred, &o.labels, k)?,
         cvc: match &o.clean_probs {
@@ -238,6 +247,27 @@ pub(crate) fn summarize(
             adversarial: o.robust_pred,
             robust: o.robust_ok,
         },
+    })
+}
+
+/// The robust accuracy under the counting other than `counting`, from the same predictions.
+fn other_counting(counting: RobustCounting, o: &Outcomes, k: usize) -> Result<Counted> {
+    let adversarial_ok = o.robust_pred.iter().zip(&o.labels).map(|(p, y)| p == y);
+    let (other, flags): (_, Vec<bool>) = match counting {
+        RobustCounting::CleanAndAdversarial => {
+            (RobustCounting::AdversarialOnly, adversarial_ok.collect())
+        }
+        RobustCounting::AdversarialOnly => (
+            RobustCounting::CleanAndAdversarial,
+            adversarial_ok
+                .zip(&o.clean_ok)
+                .map(|(a, &c)| a && c)
+                .collect(),
+        ),
+    };
+    Ok(Counted {
+        robust_counting: other,
+        robust: class_accuracy_from_flags(&flags, &o.labels, k)?.summary(),
     })
 }
 

@@ -330,6 +330,7 @@ fn natural(
             clean_probs: Some(probs),
             precision: model.precision(),
             steps: None,
+            all_attacked: true,
         },
         Vec::new(),
     )

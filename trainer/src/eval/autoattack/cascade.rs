@@ -214,6 +214,7 @@ impl Cascade<'_> {
             clean_probs: None,
             steps: None,
             precision: model.precision(),
+            all_attacked: false,
         };
         let names: Vec<&str> = self.steps.iter().map(|s| s.name.as_str()).collect();
         summarize(
