@@ -151,6 +151,7 @@ impl Workload {
             Workload::Trades => Some(Method::Trades(Trades {
                 attack: Pgd::trades(ATTACK_STEPS, ATTACK_STEP),
                 scaling: TradesScaling::Paper,
+                second_clean_forward: false,
             })),
             Workload::EvalPgd20 => None,
         }

@@ -344,6 +344,7 @@ fn trades_loss_weights_each_class_as_computed_by_hand() {
         let trades = Method::Trades(Trades {
             attack: Pgd::trades(10, 0.05),
             scaling,
+            second_clean_forward: false,
         });
         let mut per_sample = Vec::new();
         let mut correct = Vec::new();
@@ -841,4 +842,46 @@ fn bat_loss_on_boundary_pairs_matches_the_hand_computed_formula() {
             .to_string()
             .contains("uniform_on")
     );
+}
+
+/// `second_clean_forward` (the reference TRADES codes' KL target from its own clean forward):
+/// the train-mode forwards are x, x', x instead of x, x', and on a deterministic model the
+/// loss is the same.
+#[test]
+fn trades_second_clean_forward_adds_a_clean_pass_after_the_adversarial_one() {
+    let model = folded();
+    let plan = ClassPlan::uniform(3, 0.25, 3.0);
+    let device_plan = DevicePlan::new(&plan, Device::Cpu).unwrap();
+    let x = batch(&[&[0.5, 0.25], &[0.5, 0.75]]);
+    let y = labels(&[0, 2]);
+    let mut losses = Vec::new();
+    for second in [false, true] {
+        let trades = Trades {
+            attack: Pgd::trades(3, 0.05),
+            scaling: TradesScaling::Paper,
+            second_clean_forward: second,
+        };
+        let ctx = StepContext {
+            plan: &device_plan,
+            epoch: 0,
+        };
+        let out = seeded(5, || trades.loss(&model, &x, &y, ctx)).unwrap();
+        losses.push(out.loss.double_value(&[]));
+        let train: Vec<Tensor> = (model.take().into_iter())
+            .filter(|(_, train)| *train)
+            .map(|(t, _)| t)
+            .collect();
+        let clean = |t: &Tensor| t.equal(&x);
+        let pattern: Vec<bool> = train.iter().map(clean).collect();
+        let want: &[bool] = if second {
+            &[true, false, true]
+        } else {
+            &[true, false]
+        };
+        assert_eq!(
+            pattern, want,
+            "train-mode forwards (clean?) with second = {second}"
+        );
+    }
+    assert_eq!(losses[0], losses[1]);
 }

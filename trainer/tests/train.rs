@@ -215,6 +215,7 @@ fn objectives_reduce_to_each_other_where_they_should() {
         Method::Trades(Trades {
             attack: Pgd::trades(3, 2.0 / 255.0),
             scaling,
+            second_clean_forward: false,
         })
     };
     let paper = objective_loss(&trades(TradesScaling::Paper), &plan, 2);
@@ -567,4 +568,66 @@ fn channels_last_training_steps_match_nchw_within_rounding() {
             "{name}: mean losses {nchw_stats:?} {cl_stats:?}"
         );
     }
+}
+
+/// `clean_forward_after_step` (CFA's extra clean pass in train mode, `PKU-ML/CFA:train.py`):
+/// with lr = 0 the weights stay, so BatchNorm's running mean after one batch is m·μ without
+/// the pass and (1 − m)·m·μ + m·μ = 1.9·(m·μ) with it (momentum m = 0.1, μ the batch mean of
+/// the convolution's output); the running variance 0.9 + 0.1·σ² becomes 0.81 + 0.19·σ².
+#[test]
+fn a_clean_forward_after_the_step_moves_only_batchnorm_statistics() {
+    use classwise_trainer::train::{StepSettings, train_epoch};
+    let run = |after: bool| {
+        let (vs, m) = model(3);
+        let mut opt = Sgd::new(&vs, CONFIG).unwrap();
+        let settings = move |_| StepSettings {
+            lr: 0.0,
+            eps_scale: 1.0,
+            clean_forward_after_step: after,
+        };
+        let stats = train_epoch(
+            &m,
+            &mut opt,
+            &Method::Natural,
+            &ClassPlan::uniform(4, 0.0, 0.0),
+            0,
+            vec![Ok(batch(7))],
+            settings,
+            Device::Cpu,
+        )
+        .unwrap();
+        let vars = vs.variables();
+        let get = |name: &str| Vec::<f64>::try_from(&vars[name].to_kind(Kind::Double)).unwrap();
+        (stats, get("bn.running_mean"), get("bn.running_var"), vs)
+    };
+    let (plain, mean1, var1, vs1) = run(false);
+    let (extra, mean2, var2, vs2) = run(true);
+    assert_eq!(
+        (plain.correct, plain.mean_loss),
+        (extra.correct, extra.mean_loss)
+    );
+    for c in 0..3 {
+        assert!(
+            (mean2[c] - 1.9 * mean1[c]).abs() < 1e-6,
+            "{mean1:?} {mean2:?}"
+        );
+        let sigma2 = (var1[c] - 0.9) / 0.1;
+        assert!(
+            (var2[c] - (0.81 + 0.19 * sigma2)).abs() < 1e-6,
+            "{var1:?} {var2:?}"
+        );
+        assert!(
+            mean1[c].abs() > 1e-3,
+            "a mean that tells the two apart: {mean1:?}"
+        );
+    }
+    for (name, t) in vs1.variables() {
+        if !name.contains("running") {
+            assert_eq!(max_diff_of(&t, &vs2.variables()[&name]), 0.0, "{name}");
+        }
+    }
+}
+
+fn max_diff_of(a: &Tensor, b: &Tensor) -> f64 {
+    (a - b).abs().max().double_value(&[])
 }

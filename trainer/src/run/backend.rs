@@ -236,6 +236,7 @@ impl Backend for Trainer<'_> {
         let settings = |step| StepSettings {
             lr,
             eps_scale: scale(step),
+            clean_forward_after_step: config.train.clean_forward_after_step,
         };
         let interrupt_at = self.opts.interrupt_at;
         let stop =

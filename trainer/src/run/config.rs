@@ -113,6 +113,12 @@ pub struct TrainConfig {
     /// `metrics.jsonl` (`train_confusion`, K² numbers; BAT Fig. 3). Off by default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub log_confusion: bool,
+    /// After every update, a forward pass of the clean batch in train mode without gradient, as
+    /// `PKU-ML/CFA:train.py` makes (to log the training clean accuracy): BatchNorm's running
+    /// statistics then lean to clean data, and dropout draws a mask. Off by default; on in the
+    /// CFA presets, for parity with the reference.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clean_forward_after_step: bool,
     /// Start from another run's weights instead of a fresh initialisation (FRL fine-tunes a
     /// pretrained robust model, `hannxu123/fair_robust:frlrw.py`). Read once, when the run
     /// starts; a resumed run continues from its own checkpoint.

@@ -36,18 +36,27 @@ pub struct EpochStats {
     pub batches: usize,
 }
 
-/// What batch `i` of an epoch trains with: the learning rate, and a factor applied to every
-/// class's ε of the plan (1 outside an ε warm-up).
+/// What batch `i` of an epoch trains with: the learning rate, a factor applied to every
+/// class's ε of the plan (1 outside an ε warm-up), and whether a clean forward pass in train
+/// mode follows the update.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StepSettings {
     pub lr: f64,
     pub eps_scale: f64,
+    /// A forward pass of the clean batch in train mode after the update, without gradient, as
+    /// `PKU-ML/CFA:train.py` makes to record the training clean accuracy: its only effects are
+    /// BatchNorm's running statistics (which then lean to clean data) and a dropout draw.
+    pub clean_forward_after_step: bool,
 }
 
 impl StepSettings {
     /// The same learning rate for every batch and the plan's ε as it is.
     pub fn constant(lr: f64) -> impl Fn(usize) -> StepSettings {
-        move |_| StepSettings { lr, eps_scale: 1.0 }
+        move |_| StepSettings {
+            lr,
+            eps_scale: 1.0,
+            clean_forward_after_step: false,
+        }
     }
 }
 
@@ -183,6 +192,9 @@ pub fn train_epoch_from(
             return Err(non_finite(epoch, i, &finding.to_string()));
         }
         profile::timed("optimizer", || optimizer.step(step.lr));
+        if step.clean_forward_after_step {
+            tch::no_grad(|| drop(model.forward_t(&x, true)));
+        }
         acc.add(&out, &y, i)?;
         if (i + 1) % FINITE_CHECK_EVERY == 0 {
             acc.check_finite(epoch)?;

@@ -2,7 +2,8 @@
 //! natural_weight[y]·a(β_y)·CE(f(x), y) + boundary_weight[y]·b(β_y)·KL(p(x) ‖ p(x')), with
 //! (a, b) = (1, β) or (1/(1 + β), β/(1 + β)) ([`TradesScaling`]) and x' from the KL attack in
 //! eval mode at budget ε_y. The clean distribution is not detached (as in
-//! `yaodongyu/TRADES:trades.py`).
+//! `yaodongyu/TRADES:trades.py`); `second_clean_forward` takes it from its own forward pass, as
+//! there.
 
 use classwise_core::rule::Base;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,14 @@ use crate::model::Classifier;
 pub struct Trades {
     pub attack: Pgd,
     pub scaling: TradesScaling,
+    /// Take the KL's clean distribution from a second clean forward pass in train mode, after
+    /// the adversarial one, as the reference codes do (`yaodongyu/TRADES:trades.py`,
+    /// `hannxu123/fair_robust:utils_frl.py`, `PKU-ML/CFA:attack.py` in TRADES mode): BatchNorm's
+    /// running statistics then see the clean batch twice per step, and dropout draws another
+    /// mask for the target. Off: the CE's clean forward serves both (the same values without
+    /// BatchNorm updates or dropout).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub second_clean_forward: bool,
 }
 
 /// (a(β_y), b(β_y)) per sample.
@@ -66,10 +75,14 @@ impl Objective for Trades {
         let x_adv = adversarial(model, x, y, ctx.plan, &self.attack, false)?;
         let z = model.forward_t(x, true);
         let z_adv = model.forward_t(&x_adv, true);
+        let target = match self.second_clean_forward {
+            true => model.forward_t(x, true),
+            false => z.shallow_clone(),
+        };
         let (a, b) = term_weights(self.scaling, &ctx.plan.beta(y));
         let u = a * ctx.plan.natural_weight(y);
         let v = b * ctx.plan.boundary_weight(y);
-        let per_sample_loss = u * ce(&z, y) + v * kl(&z, &z_adv);
+        let per_sample_loss = u * ce(&z, y) + v * kl(&target, &z_adv);
         Ok(StepOutput::new(per_sample_loss.mean(Kind::Float), &z_adv))
     }
 }
