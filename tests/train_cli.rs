@@ -32,7 +32,7 @@ fn every_preset_is_a_valid_configuration() {
 
 /// Every paper preset behaves as its reference code (issue 38's parity switches): robust counted
 /// on the adversarial example alone (all references); CFA's extra clean forward after each
-/// update (`PKU-ML/CFA:train.py`); the TRADES KL target from a second clean forward where the
+/// update (`PKU-ML/CFA:train.py`) and its AT attack in train mode; the TRADES KL target from a second clean forward where the
 /// reference computes it so (`yaodongyu/TRADES`, `PKU-ML/CFA`, `hannxu123/fair_robust`), and not
 /// in WAT's code (`boqili/WAT`). The teaching preset `fmnist-smoke` keeps the defaults.
 #[test]
@@ -42,8 +42,7 @@ fn paper_presets_follow_their_reference_code() {
     let cfa = |n: &str| {
         n.contains("-cfa-")
             || n.ends_with("-cfa")
-            || n.starts_with("fmnist-at")
-            || n == "fmnist-fat"
+            || ["fmnist-at", "fmnist-at-ema", "fmnist-fat", "fmnist-trades"].contains(&n)
     };
     let second = [
         "cifar10-cfa-trades",
@@ -83,6 +82,14 @@ fn paper_presets_follow_their_reference_code() {
         };
         assert_eq!(c.eval.robust_counting, counting, "{name}");
         assert_eq!(c.train.clean_forward_after_step, cfa(&name), "{name}");
+        if let Method::PgdAt(at) = &c.train.method
+            && cfa(&name)
+        {
+            assert!(
+                at.attack_train_mode,
+                "{name}: CFA's AT attacks in train mode"
+            );
+        }
         if let Method::Trades(t) = &c.train.method {
             trades += 1;
             let want = second.contains(&name.as_str());
