@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use classwise_core::eval::RobustCounting;
 use classwise_core::record::REPORT_FILES;
+use classwise_figures::compare::claims::{self, ClaimsFile};
 use classwise_figures::compare::{self, Comparison, RunInput, RunResults};
 use classwise_trainer::sweep::{Manifest, SweepDir};
 
@@ -39,6 +40,22 @@ pub struct CompareArgs {
     /// carry both, AutoAttack's only the second [default: each report's own].
     #[arg(long, value_parser = |s: &str| s.parse::<RobustCounting>())]
     robust_counting: Option<RobustCounting>,
+    /// A claims file (TOML; see results/fmnist/claims.toml): decides each claim by the paired
+    /// differences over seeds, under both countings, into claims.md and claims.json.
+    #[arg(long, value_name = "FILE")]
+    claims: Option<PathBuf>,
+}
+
+/// How [`compare_into`] compares.
+pub struct Options<'a> {
+    /// The group ρ is computed against (a group name or a run directory; default: the first).
+    pub baseline: Option<&'a str>,
+    /// The counting robust accuracy is read under where a report has it.
+    pub counting: Option<RobustCounting>,
+    /// The model of the WAT, BAT and Tian tables and of the figures.
+    pub model: &'a str,
+    /// A claims file to decide.
+    pub claims: Option<&'a Path>,
 }
 
 /// The seed in a run's `config.toml`, if it has one.
@@ -153,11 +170,10 @@ fn baseline_group(baseline: &str, runs: &[RunInput]) -> Option<String> {
 /// Reads the runs, compares them and writes the tables, figures and gallery into `out`.
 pub fn compare_into(
     runs: Vec<RunInput>,
-    baseline: Option<&str>,
-    counting: Option<RobustCounting>,
-    model: &str,
+    options: &Options<'_>,
     out: &Path,
 ) -> anyhow::Result<(Comparison, Vec<classwise_figures::Rendered>, Vec<String>)> {
+    let model = options.model;
     anyhow::ensure!(
         REPORT_FILES.iter().any(|(m, _)| *m == model),
         "--model {model}: expected one of {}",
@@ -167,7 +183,7 @@ pub fn compare_into(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let baseline = match baseline {
+    let baseline = match options.baseline {
         Some(b) => Some(baseline_group(b, &runs).with_context(|| {
             format!("--baseline {b}: neither a group nor one of the run directories compared")
         })?),
@@ -177,8 +193,11 @@ pub fn compare_into(
         .into_iter()
         .map(RunResults::read)
         .collect::<Result<Vec<_>, _>>()?;
-    let comparison = Comparison::new(&results, baseline.as_deref(), counting)?;
+    let comparison = Comparison::new(&results, baseline.as_deref(), options.counting)?;
     compare::write_tables(&comparison, model, out)?;
+    if let Some(path) = options.claims {
+        write_claims(&results, baseline.as_deref(), path, out)?;
+    }
     let (figures, skipped) = compare::render_all(&comparison, &results, model, out)?;
     classwise_figures::write_index(
         out,
@@ -197,18 +216,57 @@ pub fn compare_into(
     Ok((comparison, figures, skipped))
 }
 
+/// Decides the claims of `path` under both countings into `out/claims.md` and
+/// `out/claims.json`.
+fn write_claims(
+    results: &[RunResults],
+    baseline: Option<&str>,
+    path: &Path,
+    out: &Path,
+) -> anyhow::Result<()> {
+    let what = path.display().to_string();
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {what}"))?;
+    let file = ClaimsFile::parse(&text, &what)?;
+    let mut markdown = format!(
+        "# Claims decided by paired seeds\n\nFrom `{what}`; {} claims, read from the \
+         evaluation {} at ε = {}.\n",
+        file.claim.len(),
+        file.attack,
+        file.eps
+    );
+    let mut json = serde_json::Map::new();
+    for counting in RobustCounting::ALL {
+        let c = Comparison::new(results, baseline, Some(counting))?;
+        let decided = file.decide(&c)?;
+        markdown.push_str(&format!(
+            "\n## {}\n\n{}",
+            counting.name(),
+            claims::markdown(&decided, counting.describe())
+        ));
+        json.insert(counting.name().to_owned(), serde_json::to_value(&decided)?);
+    }
+    write_file(&out.join("claims.md"), markdown.as_bytes())?;
+    let json = serde_json::to_string_pretty(&json)? + "\n";
+    write_file(&out.join("claims.json"), json.as_bytes())
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    classwise_core::io::write_atomic(path, bytes)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
 pub fn run(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let (runs, notes) = inputs(a)?;
     for n in &notes {
         eprintln!("note: {n}");
     }
-    let (comparison, figures, skipped) = compare_into(
-        runs,
-        a.baseline.as_deref(),
-        a.robust_counting,
-        &a.model,
-        &a.out,
-    )?;
+    let options = Options {
+        baseline: a.baseline.as_deref(),
+        counting: a.robust_counting,
+        model: &a.model,
+        claims: a.claims.as_deref(),
+    };
+    let (comparison, figures, skipped) = compare_into(runs, &options, &a.out)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&comparison)?);
     } else {

@@ -276,8 +276,14 @@ fn compare_smoke(out: &Path, data_dir: Option<PathBuf>) -> anyhow::Result<Vec<St
             seed: Some(0),
         });
     }
+    let options = crate::compare::Options {
+        baseline: Some("at"),
+        counting: None,
+        model: "last",
+        claims: None,
+    };
     let (comparison, figures, _) =
-        crate::compare::compare_into(runs, Some("at"), None, "last", &out.join("compare"))?;
+        crate::compare::compare_into(runs, &options, &out.join("compare"))?;
     let key = comparison
         .primary_key("last")
         .context("the compared runs share no evaluation")?;

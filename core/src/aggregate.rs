@@ -1,6 +1,10 @@
-//! Mean ± standard deviation over seeds, as the papers' tables report repeated runs.
+//! Mean ± standard deviation over seeds, as the papers' tables report repeated runs, and the
+//! verdict of a directional claim from paired differences over seeds.
 
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use crate::error::{Result, invalid};
 
 /// The mean of a sample and its standard deviation.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -32,6 +36,91 @@ impl MeanStd {
             Some(s) => format!("{:.digits$} ± {:.digits$}", 100.0 * self.mean, 100.0 * s),
             None => format!("{:.digits$}", 100.0 * self.mean),
         }
+    }
+}
+
+/// The direction a claim expects of A − B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Sign {
+    #[serde(rename = "+")]
+    Positive,
+    #[serde(rename = "-")]
+    Negative,
+}
+
+/// What paired differences say of a directional claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The interval excludes 0 on the claim's side.
+    Reproduced,
+    /// The interval excludes 0 on the other side.
+    Refuted,
+    /// The interval contains 0.
+    Inconclusive,
+}
+
+impl Verdict {
+    /// `reproduced`, `refuted` or `inconclusive`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::Refuted => "refuted",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// Paired differences d_s = A_s − B_s over seeds, their mean, sample standard deviation and
+/// two-sided t interval d̄ ± t(1 − α/2, n − 1)·s_d/√n, and the verdict on a claim of `sign`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    pub differences: Vec<f64>,
+    pub mean: f64,
+    pub std: f64,
+    /// The confidence level of the interval (0.95 for a 95 % interval).
+    pub level: f64,
+    pub interval: [f64; 2],
+    pub verdict: Verdict,
+}
+
+impl Paired {
+    /// From at least two finite differences; `level` in (0, 1).
+    pub fn of(differences: Vec<f64>, sign: Sign, level: f64) -> Result<Paired> {
+        let n = differences.len();
+        if n < 2 || differences.iter().any(|d| !d.is_finite()) {
+            return Err(invalid(
+                "differences",
+                format!("{differences:?}"),
+                "at least two finite paired differences",
+            ));
+        }
+        if !(level > 0.0 && level < 1.0) {
+            return Err(invalid("level", level, "a confidence level in (0, 1)"));
+        }
+        let m = MeanStd::of(&differences).expect("n ≥ 2");
+        let std = m.std.expect("n ≥ 2");
+        let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+            .map_err(|e| invalid("degrees of freedom", n - 1, e.to_string()))?
+            .inverse_cdf(0.5 + level / 2.0);
+        let half = t * std / (n as f64).sqrt();
+        let interval = [m.mean - half, m.mean + half];
+        let verdict = if interval[0] > 0.0 || interval[1] < 0.0 {
+            match (m.mean > 0.0, sign) {
+                (true, Sign::Positive) | (false, Sign::Negative) => Verdict::Reproduced,
+                _ => Verdict::Refuted,
+            }
+        } else {
+            Verdict::Inconclusive
+        };
+        Ok(Paired {
+            differences,
+            mean: m.mean,
+            std,
+            level,
+            interval,
+            verdict,
+        })
     }
 }
 

@@ -1107,3 +1107,99 @@ fn unlike_reports_are_refused_and_either_counting_is_read() {
         "{md}"
     );
 }
+
+/// Claims decided by paired seeds, against differences and intervals computed by hand.
+#[test]
+fn claims_are_decided_by_paired_seeds() {
+    use classwise_core::aggregate::Verdict;
+    use classwise_figures::compare::claims::ClaimsFile;
+    let tmp = tempfile::tempdir().unwrap();
+    // Class d is each run's worst: A's 0.30, 0.35, 0.40 and B's 0.10, 0.20, 0.20 robust.
+    let (a, b) = ([0.30, 0.35, 0.40], [0.10, 0.20, 0.20]);
+    let mut inputs = Vec::new();
+    for (group, worst) in [("A", a), ("B", b)] {
+        // Seeds written in the order 2, 0, 1: pairing is by seed, not by order.
+        for seed in [2usize, 0, 1] {
+            let dir = tmp.path().join(format!("{group}-s{seed}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let robust = [0.8, 0.7, 0.6, worst[seed]];
+            std::fs::write(dir.join("report.json"), report(PGD, [0.9; 4], robust, None)).unwrap();
+            inputs.push(RunInput {
+                dir,
+                group: group.into(),
+                seed: Some(seed as u64),
+            });
+        }
+    }
+    let results = read(inputs);
+    let c = Comparison::new(&results, None, None).unwrap();
+    let file = |claims: &str| {
+        ClaimsFile::parse(
+            &format!("attack = \"{PGD}\"\neps = \"0.1\"\n{claims}"),
+            "claims.toml",
+        )
+    };
+    let claims = file(
+        r#"
+[[claim]]
+id = "worst"
+a = { group = "A", model = "last" }
+b = { group = "B", model = "last" }
+metric = "robust_worst"
+sign = "+"
+
+[[claim]]
+id = "against"
+a = { group = "A", model = "last" }
+b = { group = "B", model = "last" }
+metric = "robust:d"
+sign = "-"
+
+[[claim]]
+id = "gap"
+a = { group = "B", model = "last" }
+metric = "robust_gap:d"
+sign = "-"
+"#,
+    )
+    .unwrap();
+    let decided = claims.decide(&c).unwrap();
+    // d = 0.2, 0.15, 0.2: mean 0.18333, s = 0.028868, half-width 4.302653 · s / √3 = 0.071711.
+    let worst = &decided[0];
+    assert_eq!(worst.seeds, [0, 1, 2]);
+    for (d, want) in worst.paired.differences.iter().zip([0.2, 0.15, 0.2]) {
+        close(*d, want);
+    }
+    assert!((worst.paired.interval[0] - (0.183333 - 0.071711)).abs() < 1e-5);
+    assert_eq!(worst.paired.verdict, Verdict::Reproduced);
+    assert_eq!(decided[1].paired.verdict, Verdict::Refuted);
+    // B's class d minus its lowest other class (0.6): −0.5, −0.4, −0.4.
+    let gap = &decided[2];
+    assert!(gap.b.is_none());
+    for (d, want) in gap.paired.differences.iter().zip([-0.5, -0.4, -0.4]) {
+        close(*d, want);
+    }
+    assert_eq!(gap.paired.verdict, Verdict::Reproduced);
+    let md = classwise_figures::compare::claims::markdown(&decided, "adversarial-only");
+    assert!(
+        md.contains("| worst | A (last) | B (last) | robust_worst |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("s0: +20.0, s1: +15.0, s2: +20.0 | +18.3 [+11.2, +25.5] | reproduced"),
+        "{md}"
+    );
+
+    // Bad claims name what is wrong.
+    let err = |claims: &str| file(claims).unwrap().decide(&c).unwrap_err().to_string();
+    let one = |group: &str, metric: &str| {
+        format!(
+            "[[claim]]\nid = \"x\"\na = {{ group = \"{group}\", model = \"last\" }}\nmetric = \"{metric}\"\nsign = \"+\"\n"
+        )
+    };
+    assert!(err(&one("C", "robust_worst")).contains("one of A, B"));
+    assert!(err(&one("A", "robust_best")).contains("robust_gap:CLASS"));
+    assert!(err(&one("A", "robust:e")).contains("a class of"));
+    let e = file("").unwrap_err().to_string();
+    assert!(e.contains("claims.toml"), "{e}");
+}

@@ -7,6 +7,7 @@
 //! [`figures`] draws the papers' class-wise figures.
 
 pub mod alike;
+pub mod claims;
 pub mod diagnostics;
 pub mod epochs;
 pub mod figures;
