@@ -97,7 +97,7 @@ fn assert_resumes_bit_identically(preset: &str, a: &Path, b: &Path, extra: &[&st
 }
 
 /// WAT: the plan of epoch 1 is the Hedge weights of epoch 0's logged validation costs
-/// (K·softmax(η·c), sample weight w_y + w_K, rescaled to class-mean 1, WAT eq. (12) as
+/// (K·softmax(η·c), sample weight w_y + w_K, not rescaled, WAT eq. (12) as
 /// `boqili/WAT` normalises it), the logged weights are those, and the run resumes exactly.
 #[test]
 fn wat_weights_follow_the_logged_costs_and_resume() {
@@ -107,7 +107,8 @@ fn wat_weights_follow_the_logged_costs_and_resume() {
     let l = lines(&a);
     assert_eq!(l.len(), 2);
     assert_eq!(l[0]["rule"], "wat");
-    assert_eq!(floats(&l[0]["plan"]["natural_weight"]), vec![1.0; 10]);
+    // All K + 1 weights start at 1, so a sample weighs w_y + w_K = 2 (the loss not rescaled).
+    assert_eq!(floats(&l[0]["plan"]["natural_weight"]), vec![2.0; 10]);
     let c = floats(&l[0]["rule_state"]["last_costs"]);
     assert_eq!(c.len(), 11, "K class costs and the average");
     let e: Vec<f64> = c.iter().map(|x| (0.5 * x).exp()).collect();
@@ -119,9 +120,7 @@ fn wat_weights_follow_the_logged_costs_and_resume() {
         1e-12,
         "weights",
     );
-    let s: Vec<f64> = (0..10).map(|k| w[k] + w[10]).collect();
-    let mean = s.iter().sum::<f64>() / 10.0;
-    let want: Vec<f64> = s.iter().map(|x| x / mean).collect();
+    let want: Vec<f64> = (0..10).map(|k| w[k] + w[10]).collect();
     let got = floats(&l[1]["plan"]["natural_weight"]);
     assert_close(&got, &want, 1e-12, "epoch 1 natural weights");
     assert_close(
@@ -148,7 +147,8 @@ fn csl_weights_follow_the_logged_robust_errors() {
     train("fmnist-csl", &a, &["--set", "data.train_per_class=200"]);
     let l = lines(&a);
     assert_eq!(l[0]["rule"], "csl");
-    assert_eq!(floats(&l[0]["plan"]["natural_weight"]), vec![1.0; 10]);
+    // All K + 1 weights start at 1, so a sample weighs w_y + w_K = 2 (the loss not rescaled).
+    assert_eq!(floats(&l[0]["plan"]["natural_weight"]), vec![2.0; 10]);
     let r: Vec<f64> = floats(&l[0]["val"]["robust"])
         .iter()
         .map(|x| 1.0 - x)
