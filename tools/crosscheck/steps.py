@@ -344,7 +344,10 @@ def fmt(v):
 
 def markdown(results, command, tol):
     lines = ["# Step cross-check: classwise against the reference codes", "",
-             f"Regenerate: `{command}`", "",
+             "Regenerate (the step files: `cargo run --release -p classwise-trainer --example "
+             "crosscheck_steps -- DIR`, which writes one step of each method it covers, a "
+             "control with classwise's defaults among them; then this table):", "",
+             f"`{command}`", "",
              f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), "
              f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}. "
              f"Pass: norm-wise relative difference ‖a − b‖/‖b‖ ≤ {tol:g} per tensor (the worst "

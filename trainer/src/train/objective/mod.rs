@@ -291,7 +291,29 @@ pub(crate) fn adversarial(
         eps: &eps,
         train,
     };
-    attack.perturb(model, &input)
+    let x_adv = attack.perturb(model, &input)?;
+    CAPTURED.with(|c| {
+        if let Some(slot) = c.borrow_mut().as_mut() {
+            *slot = Some(x_adv.detach().copy());
+        }
+    });
+    Ok(x_adv)
+}
+
+thread_local! {
+    /// While [`capturing_adversarial`] runs: the last adversarial batch built on this thread.
+    static CAPTURED: std::cell::RefCell<Option<Option<Tensor>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` and returns, with its result, the last adversarial training input the objectives'
+/// PGD attacks built on this thread meanwhile (x' of PGD-AT, TRADES, MART; `None` when none
+/// ran). For the step cross-check (`tools/crosscheck/STEP_FORMAT.md`); training never calls it.
+pub fn capturing_adversarial<T>(f: impl FnOnce() -> T) -> (T, Option<Tensor>) {
+    CAPTURED.with(|c| *c.borrow_mut() = Some(None));
+    let out = f();
+    let x_adv = CAPTURED.with(|c| c.borrow_mut().take().flatten());
+    (out, x_adv)
 }
 
 /// The weighted mean CE on `input` (the training input: x, x' or FAT's x̃), forwarded in train
