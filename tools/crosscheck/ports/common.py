@@ -106,3 +106,21 @@ def dig(d, path, default=None):
             return default
         d = d[key]
     return d
+
+
+def signed_ascent(model, x, x_adv, eps, step, steps, loss_of):
+    """The eval-mode signed-gradient loop of the TRADES-family references (``yaodongyu/
+    TRADES:trades.py:32-41``, ``YisenWang/MART:mart.py:21-30``): ``steps`` times, a step of
+    ``step``·sign(∇ loss_of(x')) projected on the ε-ball around x and clamped to [0, 1]; the
+    result clamped once more, the model left in train mode as the references leave it."""
+    model.eval()
+    for _ in range(steps):
+        x_adv.requires_grad_()
+        with torch.enable_grad():
+            loss = loss_of(x_adv)
+        grad = torch.autograd.grad(loss, [x_adv])[0]
+        x_adv = x_adv.detach() + step * torch.sign(grad.detach())
+        x_adv = torch.min(torch.max(x_adv, x - eps), x + eps)
+        x_adv = torch.clamp(x_adv, 0.0, 1.0)
+    model.train()
+    return torch.clamp(x_adv, 0.0, 1.0).detach()

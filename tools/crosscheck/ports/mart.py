@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .common import StepResult, predicted_by
+from .common import StepResult, predicted_by, signed_ascent
 from .trades import TRADES_START_STD
 
 
@@ -14,17 +14,9 @@ def mart_attack(model, x, y, eps, step, steps, noise):
     """``YisenWang/MART:mart.py:17-34``: from x + 0.001·N(0, I), not clamped, ``steps`` signed
     steps on the CE mean in eval mode, each projected and clamped; clamped once more."""
     model.eval()
-    x_adv = x.detach() + TRADES_START_STD * noise
-    for _ in range(steps):
-        x_adv.requires_grad_()
-        with torch.enable_grad():
-            loss_ce = F.cross_entropy(model(x_adv), y)
-        grad = torch.autograd.grad(loss_ce, [x_adv])[0]
-        x_adv = x_adv.detach() + step * torch.sign(grad.detach())
-        x_adv = torch.min(torch.max(x_adv, x - eps), x + eps)
-        x_adv = torch.clamp(x_adv, 0.0, 1.0)
-    model.train()
-    return torch.clamp(x_adv, 0.0, 1.0).detach()
+    start = x.detach() + TRADES_START_STD * noise
+    return signed_ascent(model, x, start, eps, step, steps,
+                         lambda x_adv: F.cross_entropy(model(x_adv), y))
 
 
 def mart_terms(logits, logits_adv, y):

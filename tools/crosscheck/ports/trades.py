@@ -12,7 +12,7 @@
 import torch
 import torch.nn.functional as F
 
-from .common import StepResult, ce_rows, kl_div_rows, kl_div_sum, predicted_by
+from .common import StepResult, ce_rows, kl_div_rows, kl_div_sum, predicted_by, signed_ascent
 
 TRADES_START_STD = 0.001  # hard-coded in every TRADES-family reference (trades.py:31)
 
@@ -25,17 +25,10 @@ def trades_kl_attack(model, x, eps, step, steps, noise):
     mode, each projected on the ε-ball and clamped to [0, 1]; the result is clamped once more.
     ``noise`` is the unscaled N(0, I) draw; ``eps`` is f32 [N, 1, 1, 1]."""
     model.eval()
-    x_adv = x.detach() + TRADES_START_STD * noise
-    for _ in range(steps):
-        x_adv.requires_grad_()
-        with torch.enable_grad():
-            loss_kl = kl_div_sum(F.log_softmax(model(x_adv), dim=1), F.softmax(model(x), dim=1))
-        grad = torch.autograd.grad(loss_kl, [x_adv])[0]
-        x_adv = x_adv.detach() + step * torch.sign(grad.detach())
-        x_adv = torch.min(torch.max(x_adv, x - eps), x + eps)
-        x_adv = torch.clamp(x_adv, 0.0, 1.0)
-    model.train()
-    return torch.clamp(x_adv, 0.0, 1.0).detach()
+    start = x.detach() + TRADES_START_STD * noise
+    return signed_ascent(
+        model, x, start, eps, step, steps,
+        lambda x_adv: kl_div_sum(F.log_softmax(model(x_adv), dim=1), F.softmax(model(x), dim=1)))
 
 
 def trades_switches():
