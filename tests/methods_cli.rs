@@ -138,7 +138,7 @@ fn wat_weights_follow_the_logged_costs_and_resume() {
 }
 
 /// CSL: epoch 1's weights are 1 + γ·(r_k − r̄) (clipped at 0, rescaled to mean 1) from epoch
-/// 0's logged validation robust accuracy (r_k = 1 − robust_k, AutoAttack's counting).
+/// 0's logged validation robust accuracy (r_k = 1 − robust_k, under the preset's counting).
 #[test]
 fn csl_weights_follow_the_logged_robust_errors() {
     let tmp = tempfile::tempdir().unwrap();
@@ -147,8 +147,7 @@ fn csl_weights_follow_the_logged_robust_errors() {
     train("fmnist-csl", &a, &["--set", "data.train_per_class=200"]);
     let l = lines(&a);
     assert_eq!(l[0]["rule"], "csl");
-    // All K + 1 weights start at 1, so a sample weighs w_y + w_K = 2 (the loss not rescaled).
-    assert_eq!(floats(&l[0]["plan"]["natural_weight"]), vec![2.0; 10]);
+    assert_eq!(floats(&l[0]["plan"]["natural_weight"]), vec![1.0; 10]);
     let r: Vec<f64> = floats(&l[0]["val"]["robust"])
         .iter()
         .map(|x| 1.0 - x)
