@@ -48,28 +48,38 @@ pub fn check(runs: &[RunResults], prefer: Option<RobustCounting>) -> Result<()> 
             match first.iter().find(|(k, _, _)| *k == &e.key) {
                 None => first.push((&e.key, here, file)),
                 Some((key, there, other)) => {
-                    if let Some((what, theirs, ours)) = difference(there, &here) {
-                        let hint = match what {
-                            "robust counting" => {
-                                "; `--robust-counting` reads the reports that carry both \
-                                 countings one way"
-                            }
-                            _ => "",
-                        };
-                        return Err(invalid(
-                            file,
-                            format!("{what} {ours} under {}", key.describe()),
-                            format!(
-                                "{what} {theirs}, as {other}: reports that differ so cannot be \
-                                 averaged or compared{hint}"
-                            ),
-                        ));
+                    if let Some(what) = difference(there, &here) {
+                        return Err(refusal(key, what, other, file));
                     }
                 }
             }
         }
     }
     Ok(())
+}
+
+/// The error for `file`, whose report under `key` differs from `other`'s in `what` (the
+/// quantity, `other`'s value and `file`'s value).
+fn refusal(
+    key: &AttackKey,
+    (what, theirs, ours): (&str, String, String),
+    other: &str,
+    file: String,
+) -> crate::error::FigureError {
+    let hint = match what {
+        "robust counting" => {
+            "; `--robust-counting` reads the reports that carry both countings one way"
+        }
+        _ => "",
+    };
+    invalid(
+        file,
+        format!("{what} {ours} under {}", key.describe()),
+        format!(
+            "{what} {theirs}, as {other}: reports that differ so cannot be averaged or \
+             compared{hint}"
+        ),
+    )
 }
 
 /// What differs between two conditions, with the first's and the second's value; `None` when
