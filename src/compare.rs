@@ -75,8 +75,9 @@ fn config_seed(dir: &Path) -> anyhow::Result<Option<u64>> {
         .and_then(|s| u64::try_from(s).ok()))
 }
 
-/// The runs named on the command line: sweeps expanded to their finished runs (the others are
-/// listed in the returned notes).
+/// The runs named on the command line: sweeps expanded to their finished runs (those with
+/// `selection.json`, the last file a run writes: a run writing its final reports is left out),
+/// the others listed in the returned notes.
 fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
     let mut labels = Vec::new();
     for l in &a.labels {
@@ -97,7 +98,7 @@ fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
             let before = runs.len();
             for entry in &manifest.runs {
                 let dir = sweep.run(&entry.id);
-                if dir.join("report.json").is_file() {
+                if sweep.is_complete(&entry.id)? {
                     runs.push(RunInput {
                         dir,
                         group: entry.group.clone(),
@@ -105,7 +106,7 @@ fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
                     });
                 } else {
                     notes.push(format!(
-                        "sweep {}: run {} (group {}, seed {}) has no report yet; left out",
+                        "sweep {}: run {} (group {}, seed {}) has not finished; left out",
                         input.display(),
                         entry.id,
                         entry.group,
@@ -115,8 +116,8 @@ fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
             }
             anyhow::ensure!(
                 runs.len() > before,
-                "sweep {}: none of its {} runs has finished (no report.json; see `classwise \
-                 sweep status {}`)",
+                "sweep {}: none of its {} runs has finished (no selection.json, the last file a \
+                 run writes; see `classwise sweep status {}`)",
                 input.display(),
                 manifest.runs.len(),
                 input.display()

@@ -1131,6 +1131,18 @@ fn claims_are_decided_by_paired_seeds() {
             });
         }
     }
+    // Groups still training: D has seeds 1 and 2 (class d: 0.25, 0.30), E seed 0 only.
+    for (group, seed, worst) in [("D", 1, 0.25), ("D", 2, 0.30), ("E", 0, 0.1)] {
+        let dir = tmp.path().join(format!("{group}-s{seed}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let robust = [0.8, 0.7, 0.6, worst];
+        std::fs::write(dir.join("report.json"), report(PGD, [0.9; 4], robust, None)).unwrap();
+        inputs.push(RunInput {
+            dir,
+            group: group.into(),
+            seed: Some(seed),
+        });
+    }
     let results = read(inputs);
     let c = Comparison::new(&results, None, None).unwrap();
     let file = |claims: &str| {
@@ -1163,7 +1175,9 @@ sign = "-"
 "#,
     )
     .unwrap();
-    let decided = claims.decide(&c).unwrap();
+    let decisions = claims.decide(&c).unwrap();
+    assert!(decisions.undecided.is_empty());
+    let decided = &decisions.decided;
     // d = 0.2, 0.15, 0.2: mean 0.18333, s = 0.028868, half-width 4.302653 · s / √3 = 0.071711.
     let worst = &decided[0];
     assert_eq!(worst.seeds, [0, 1, 2]);
@@ -1180,7 +1194,7 @@ sign = "-"
         close(*d, want);
     }
     assert_eq!(gap.paired.verdict, Verdict::Reproduced);
-    let md = classwise_figures::compare::claims::markdown(&decided, "adversarial-only");
+    let md = classwise_figures::compare::claims::markdown(&decisions, "adversarial-only");
     assert!(
         md.contains("| worst | A (last) | B (last) | robust_worst |"),
         "{md}"
@@ -1197,7 +1211,42 @@ sign = "-"
             "[[claim]]\nid = \"x\"\na = {{ group = \"{group}\", model = \"last\" }}\nmetric = \"{metric}\"\nsign = \"+\"\n"
         )
     };
-    assert!(err(&one("C", "robust_worst")).contains("one of A, B"));
+    // A claim on a group not compared is left undecided, unless no claim can be decided.
+    assert!(err(&one("C", "robust_worst")).contains("not compared: C"));
+    assert!(err(&one("C", "robust_worst")).contains("one of A, B, D, E"));
+    let partial = file(&format!(
+        "{}{}",
+        one("A", "robust_worst"),
+        one("C", "robust_worst")
+    ));
+    let partial = partial.unwrap().decide(&c).unwrap();
+    assert_eq!(partial.decided.len(), 1);
+    assert_eq!(partial.undecided[0].reason, "not compared: C");
+    let md = classwise_figures::compare::claims::markdown(&partial, "adversarial-only");
+    assert!(
+        md.ends_with("\nNot decided: x (not compared: C).\n"),
+        "{md}"
+    );
+    // Pairs are the seeds both sides have: A − D on seeds 1, 2 (0.35 − 0.25, 0.40 − 0.30);
+    // A − E on seed 0 alone cannot be decided.
+    let two = |b: &str| {
+        format!(
+            "[[claim]]\nid = \"{b}\"\na = {{ group = \"A\", model = \"last\" }}\nb = {{ group = \"{b}\", model = \"last\" }}\nmetric = \"robust:d\"\nsign = \"+\"\n"
+        )
+    };
+    let paired = file(&format!("{}{}", two("D"), two("E")))
+        .unwrap()
+        .decide(&c)
+        .unwrap();
+    assert_eq!(paired.decided[0].seeds, [1, 2]);
+    for (d, want) in paired.decided[0].paired.differences.iter().zip([0.1, 0.1]) {
+        close(*d, want);
+    }
+    assert!(
+        paired.undecided[0].reason.starts_with("seeds [0]: "),
+        "{}",
+        paired.undecided[0].reason
+    );
     assert!(err(&one("A", "robust_best")).contains("robust_gap:CLASS"));
     assert!(err(&one("A", "robust:e")).contains("a class of"));
     let e = file("").unwrap_err().to_string();

@@ -13,7 +13,9 @@ mkdir -p "$out/runs"
 cp "$src/manifest.json" "$out/"
 for run in "$src"/runs/*/; do
   id=$(basename "$run")
-  [ -f "$run/report.json" ] || { echo "skipped (unfinished): $id" >&2; continue; }
+  # selection.json is the last file a run writes: without it the run is still training or
+  # writing its final reports.
+  [ -f "$run/selection.json" ] || { echo "skipped (unfinished): $id" >&2; continue; }
   mkdir -p "$out/runs/$id"
   for f in config.toml metrics.jsonl env.json selection.json; do
     [ -f "$run/$f" ] && cp "$run/$f" "$out/runs/$id/"

@@ -18,6 +18,10 @@
 //!
 //! Without `b`, a claim is on A alone: d_s = Q(A, s), e.g. "Shirt is the least robust class"
 //! as `robust_gap:Shirt` with sign `-`.
+//!
+//! A claim naming a group absent from the comparison is listed as not decided (a ledger is
+//! decided table by table as its runs finish); a file none of whose claims can be decided is
+//! refused, naming the groups compared.
 
 use classwise_core::aggregate::{MeanStd, Paired, Sign};
 use serde::{Deserialize, Serialize};
@@ -71,6 +75,21 @@ pub struct Decided {
     pub paired: Paired,
 }
 
+/// A claim the comparison cannot decide.
+#[derive(Clone, Debug, Serialize)]
+pub struct Undecided {
+    pub claim: Claim,
+    /// Why: the groups it names that the comparison lacks, or too few paired seeds.
+    pub reason: String,
+}
+
+/// What a claims file decided on one comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct Decisions {
+    pub decided: Vec<Decided>,
+    pub undecided: Vec<Undecided>,
+}
+
 impl ClaimsFile {
     /// Reads and checks `text` (`what` names the file).
     pub fn parse(text: &str, what: &str) -> Result<ClaimsFile> {
@@ -86,8 +105,9 @@ impl ClaimsFile {
         Ok(file)
     }
 
-    /// Decides every claim on `c`'s evaluation of this file's attack at its ε.
-    pub fn decide(&self, c: &Comparison) -> Result<Vec<Decided>> {
+    /// Decides every claim whose groups `c` has on its evaluation of this file's attack at its
+    /// ε; the others are listed undecided. Refused when no claim can be decided.
+    pub fn decide(&self, c: &Comparison) -> Result<Decisions> {
         let key = c
             .keys
             .iter()
@@ -100,43 +120,68 @@ impl ClaimsFile {
                     format!("one of the evaluations compared: {}", keys.join("; ")),
                 )
             })?;
-        self.claim
-            .iter()
-            .map(|claim| decide(c, key, claim))
-            .collect()
+        let mut out = Decisions {
+            decided: Vec::new(),
+            undecided: Vec::new(),
+        };
+        for claim in &self.claim {
+            let absent: Vec<String> = (std::iter::once(&claim.a).chain(&claim.b))
+                .filter(|side| !c.groups.iter().any(|g| g.name == side.group))
+                .map(|side| side.group.clone())
+                .collect();
+            let decided = match absent.is_empty() {
+                true => decide(c, key, claim)?,
+                false => Err(format!("not compared: {}", absent.join(", "))),
+            };
+            match decided {
+                Ok(d) => out.decided.push(d),
+                Err(reason) => out.undecided.push(Undecided {
+                    claim: claim.clone(),
+                    reason,
+                }),
+            }
+        }
+        if out.decided.is_empty() {
+            let names: Vec<&str> = c.groups.iter().map(|g| g.name.as_str()).collect();
+            return Err(invalid(
+                "claims",
+                &out.undecided[0].reason,
+                format!("claims on the groups compared: one of {}", names.join(", ")),
+            ));
+        }
+        Ok(out)
     }
 }
 
-/// One claim on `key`.
-fn decide(c: &Comparison, key: &AttackKey, claim: &Claim) -> Result<Decided> {
-    let a = per_seed(c, key, &claim.a, &claim.metric, &claim.id)?;
-    let seeds: Vec<u64> = a.iter().map(|(s, _)| *s).collect();
-    let b = match &claim.b {
+/// One claim on `key`, paired on the seeds both sides have (a group still training has
+/// fewer): `Ok(Err(reason))` when fewer than two are paired.
+fn decide(
+    c: &Comparison,
+    key: &AttackKey,
+    claim: &Claim,
+) -> Result<std::result::Result<Decided, String>> {
+    let mut a = per_seed(c, key, &claim.a, &claim.metric, &claim.id)?;
+    let mut b = match &claim.b {
         Some(side) => per_seed(c, key, side, &claim.metric, &claim.id)?,
-        None => seeds.iter().map(|s| (*s, 0.0)).collect(),
+        None => a.iter().map(|(s, _)| (*s, 0.0)).collect(),
     };
-    let b_seeds: Vec<u64> = b.iter().map(|(s, _)| *s).collect();
-    if seeds != b_seeds {
-        return Err(invalid(
-            format!("claim {}: seeds", claim.id),
-            format!("{seeds:?} (A) and {b_seeds:?} (B)"),
-            "the same seeds on both sides, for paired differences",
-        ));
-    }
+    a.retain(|(s, _)| b.iter().any(|(t, _)| t == s));
+    b.retain(|(s, _)| a.iter().any(|(t, _)| t == s));
+    let seeds: Vec<u64> = a.iter().map(|(s, _)| *s).collect();
     let values = |v: &[(u64, f64)]| v.iter().map(|(_, x)| *x).collect::<Vec<f64>>();
     let (va, vb) = (values(&a), values(&b));
     let differences = va.iter().zip(&vb).map(|(x, y)| x - y).collect();
-    Ok(Decided {
+    let paired = match Paired::of(differences, claim.sign, LEVEL) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(format!("seeds {seeds:?}: {e}"))),
+    };
+    Ok(Ok(Decided {
         claim: claim.clone(),
         seeds,
-        a: MeanStd::of(&va).expect("seeds checked"),
-        b: claim
-            .b
-            .as_ref()
-            .map(|_| MeanStd::of(&vb).expect("seeds checked")),
-        paired: Paired::of(differences, claim.sign, LEVEL)
-            .map_err(|e| invalid(format!("claim {}", claim.id), e, "two seeds or more"))?,
-    })
+        a: MeanStd::of(&va).expect("two seeds or more"),
+        b: (claim.b.as_ref()).map(|_| MeanStd::of(&vb).expect("two seeds or more")),
+        paired,
+    }))
 }
 
 /// The metric of each run of `side`, by seed, sorted by seed.
@@ -219,8 +264,9 @@ fn bad_metric(id: &str, metric: &str) -> crate::error::FigureError {
 
 /// The decided claims as a markdown table: means ± std of A and B in percent (points), the
 /// differences per seed (Q of A itself for a claim without B), their mean and 95 % interval,
-/// and the verdict.
-pub fn markdown(decided: &[Decided], counting: &str) -> String {
+/// and the verdict; then the claims not decided.
+pub fn markdown(decisions: &Decisions, counting: &str) -> String {
+    let decided = &decisions.decided;
     let pts = |v: f64| format!("{:+.1}", 100.0 * v);
     let mut out = format!(
         "Robust counting: {counting}. Values in percent (points); d = A − B per seed; \
@@ -251,6 +297,12 @@ pub fn markdown(decided: &[Decided], counting: &str) -> String {
             pts(d.paired.interval[1]),
             d.paired.verdict.name()
         ));
+    }
+    if !decisions.undecided.is_empty() {
+        let list: Vec<String> = (decisions.undecided.iter())
+            .map(|u| format!("{} ({})", u.claim.id, u.reason))
+            .collect();
+        out.push_str(&format!("\nNot decided: {}.\n", list.join("; ")));
     }
     out
 }
