@@ -4,7 +4,7 @@
 
 use classwise_trainer::attack::{
     Apgd, Attack, AttackInput, AttackLoss, Budget, EarlyStopVariant, EarlyStoppedPgd, Fab, Pgd,
-    Square, Start, StepSize,
+    Square, Start, StepSize, capturing_early_stopped,
 };
 use classwise_trainer::model::Classifier;
 use classwise_trainer::seed::seeded;
@@ -290,6 +290,41 @@ fn early_stopping_follows_its_rules_and_returns_the_boundary_pair() {
     let none = EarlyStoppedPgd { tau: 0, ..cfa };
     let r = none.run(&model, &input).unwrap();
     assert_eq!(i64::try_from(r.steps_taken.sum(Kind::Int64)).unwrap(), 0);
+}
+
+/// The step cross-check's capture (`capturing_early_stopped`) copies every run made inside it,
+/// in order, and changes nothing: the runs are the attack's own results, and a run outside a
+/// capture is not kept.
+#[test]
+fn capturing_early_stopped_copies_the_runs_made_inside_it() {
+    let model = Linear::random(3, 64, 21);
+    let (x, y, eps) = data(6, 3, 22);
+    let input = AttackInput {
+        x: &x,
+        y: &y,
+        eps: &eps,
+        train: false,
+    };
+    let bat = EarlyStoppedPgd::bat(5, 0.05);
+    let fat = EarlyStoppedPgd::fat_cfa(1, 4, 0.05);
+    let plain = seeded(23, || bat.run(&model, &input).unwrap());
+    let _outside = fat.run(&model, &input).unwrap();
+    let (inside, runs) = capturing_early_stopped(|| {
+        seeded(23, || {
+            let r = bat.run(&model, &input).unwrap();
+            let _ = fat.run(&model, &input).unwrap();
+            r
+        })
+    });
+    assert_eq!(runs.len(), 2);
+    let same = |a: &Tensor, b: &Tensor| a.equal(b);
+    assert!(same(&plain.x_adv, &inside.x_adv) && same(&runs[0].x_adv, &inside.x_adv));
+    assert!(same(&runs[0].last_correct, &plain.last_correct));
+    assert!(same(&runs[0].first_wrong, &plain.first_wrong));
+    assert!(same(&runs[0].steps_taken, &plain.steps_taken));
+    assert_eq!(runs[1].steps_taken.size(), [6]);
+    let (_, none) = capturing_early_stopped(|| ());
+    assert!(none.is_empty());
 }
 
 #[test]

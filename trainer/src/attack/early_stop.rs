@@ -169,13 +169,56 @@ impl EarlyStoppedPgd {
             steps_taken += stepping.to_kind(Kind::Int64);
         }
         let x_adv = tch::no_grad(|| project(&x_adv, x, &ascent.eps));
-        Ok(EarlyStopped {
+        let run = EarlyStopped {
             x_adv,
             steps_taken,
             last_correct,
             first_wrong,
-        })
+        };
+        capture(&run);
+        Ok(run)
     }
+}
+
+impl EarlyStopped {
+    /// A detached copy sharing no storage with `self`.
+    pub fn copy(&self) -> EarlyStopped {
+        let copy = |t: &Tensor| t.detach().copy();
+        EarlyStopped {
+            x_adv: copy(&self.x_adv),
+            steps_taken: copy(&self.steps_taken),
+            last_correct: copy(&self.last_correct),
+            first_wrong: copy(&self.first_wrong),
+        }
+    }
+}
+
+thread_local! {
+    /// While [`capturing_early_stopped`] runs: copies of the runs of this thread's
+    /// early-stopped attacks, in order.
+    static CAPTURED: std::cell::RefCell<Option<Vec<EarlyStopped>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Keeps a copy of `run` while [`capturing_early_stopped`] runs on this thread (otherwise one
+/// thread-local check, nothing copied).
+fn capture(run: &EarlyStopped) {
+    CAPTURED.with(|c| {
+        if let Some(runs) = c.borrow_mut().as_mut() {
+            runs.push(run.copy());
+        }
+    });
+}
+
+/// Runs `f` and returns, with its result, copies of every [`EarlyStoppedPgd::run`] made on this
+/// thread meanwhile (FAT's friendly x̃, BAT's boundary pairs, with their steps). For the step
+/// cross-check (`tools/crosscheck/STEP_FORMAT.md`), as `capturing_adversarial` in the
+/// objectives; training never calls it.
+pub fn capturing_early_stopped<T>(f: impl FnOnce() -> T) -> (T, Vec<EarlyStopped>) {
+    CAPTURED.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    let out = f();
+    let runs = CAPTURED.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    (out, runs)
 }
 
 impl Attack for EarlyStoppedPgd {

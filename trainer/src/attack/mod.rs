@@ -38,7 +38,7 @@ pub mod pgd;
 pub mod square;
 
 pub use apgd::{Apgd, ApgdLoss};
-pub use early_stop::{EarlyStopVariant, EarlyStopped, EarlyStoppedPgd};
+pub use early_stop::{EarlyStopVariant, EarlyStopped, EarlyStoppedPgd, capturing_early_stopped};
 pub use eps::Eps;
 pub use fab::Fab;
 pub use loss::AttackLoss;

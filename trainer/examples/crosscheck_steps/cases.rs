@@ -1,0 +1,286 @@
+//! The step files' cases: each method with the settings of the reference it is checked against
+//! (STEP_FORMAT.md, "Which reference a step is checked against"), and a control.
+
+use classwise_core::rule::{Base, CslSettings, WatLossScale};
+use classwise_trainer::Result;
+use classwise_trainer::attack::AttackLoss;
+use classwise_trainer::attack::{EarlyStopVariant, EarlyStoppedPgd, Pgd, Start, StepSize};
+use classwise_trainer::train::{
+    Bat, BatPoint, BatSource, ClassPlan, Fat, Mart, Method, PgdAt, RuleConfig, Trades,
+    TradesScaling,
+};
+use serde_json::json;
+
+use crate::common::{EPS, K, STEP, ramp, to_json};
+use crate::rules::{context, frl_config, run_rule, wat_config};
+use crate::steps::Case;
+
+/// The early-stopped attacks' budget and step: twice CFA's, so that the fitted model is
+/// misclassified at various steps (as the self-test's 16/255 and 4/255).
+const EPS_WIDE: f64 = 16.0 / 255.0;
+const STEP_WIDE: f64 = 4.0 / 255.0;
+/// CFA's FAT attacks in train mode, where the fitted model resists 16/255 for all ten steps: a
+/// budget of 32/255 makes its samples stop after 8 to 10 steps.
+const EPS_FAT_CFA: f64 = 32.0 / 255.0;
+
+/// Every case.
+pub fn all() -> Result<Vec<Case>> {
+    let mut cases = plain();
+    cases.extend(early_stopped()?);
+    cases.extend(ruled()?);
+    Ok(cases)
+}
+
+/// TRADES' KL attack from x + 0.001·N(0, I).
+fn normal_attack() -> Pgd {
+    Pgd::trades(10, STEP)
+}
+
+/// A class-wise plan around `eps`: ε_k from 0.5·ε to 1.4·ε, β_k from 1 to 10, weights around 1.
+fn class_wise(eps: f64) -> ClassPlan {
+    ClassPlan {
+        eps: ramp(0.5 * eps, 1.4 * eps),
+        beta: ramp(1.0, 10.0),
+        natural_weight: ramp(0.6, 1.5),
+        boundary_weight: ramp(1.4, 0.7),
+        step_size: None,
+    }
+}
+
+fn kind(kind: &str) -> serde_json::Value {
+    json!({ "kind": kind })
+}
+
+fn trades(scaling: TradesScaling, second_clean_forward: bool) -> Method {
+    Method::Trades(Trades {
+        attack: normal_attack(),
+        scaling,
+        second_clean_forward,
+    })
+}
+
+/// PGD-AT, TRADES and MART from the initial weights, with plans written by hand.
+fn plain() -> Vec<Case> {
+    let uniform = ClassPlan::uniform(K, EPS, 6.0);
+    let at = Method::PgdAt(PgdAt {
+        // Madry's PGD-10 on CE from a uniform start (CFA's training attack).
+        attack: Pgd::ce(10, STEP),
+        attack_train_mode: true,
+    });
+    let mart = Method::Mart(Mart {
+        // MART's attack: CE from x + 0.001·N(0, I) (`YisenWang/MART:mart.py`).
+        attack: Pgd {
+            start: Start::Normal { std: 0.001 },
+            ..Pgd::ce(10, STEP)
+        },
+    });
+    let ccm = ClassPlan {
+        beta: vec![6.0; K],
+        ..class_wise(EPS)
+    };
+    let tian = ClassPlan {
+        eps: vec![EPS; K],
+        ..class_wise(EPS)
+    };
+    let reference = |second| trades(TradesScaling::Reference, second);
+    vec![
+        Case::new(
+            "pgd-at-cfa",
+            at.clone(),
+            uniform.clone(),
+            kind("uniform"),
+            true,
+        ),
+        Case::new("pgd-at-ccm", at, ccm, kind("cfa"), true),
+        Case::new(
+            "trades-cfa",
+            reference(true),
+            uniform.clone(),
+            kind("uniform"),
+            true,
+        ),
+        Case::new(
+            "trades-cfa-ccm-ccr",
+            reference(true),
+            class_wise(EPS),
+            kind("cfa"),
+            true,
+        ),
+        // A control: classwise's defaults (one clean forward, none after the step) against
+        // CFA's code, which makes both: expected to differ in the BatchNorm statistics only.
+        Case::new(
+            "control-trades-cfa-defaults",
+            reference(false),
+            uniform.clone(),
+            kind("uniform"),
+            false,
+        ),
+        Case::new(
+            "trades-paper",
+            trades(TradesScaling::Paper, true),
+            uniform.clone(),
+            kind("uniform"),
+            false,
+        ),
+        Case::new(
+            "trades-class-beta",
+            trades(TradesScaling::Paper, true),
+            tian,
+            kind("class-beta"),
+            false,
+        ),
+        Case::new("mart", mart, uniform, kind("uniform"), false),
+    ]
+}
+
+/// FAT with τ = `tau`, `steps` steps of [`STEP_WIDE`] from a uniform start on CE.
+fn fat_attack(variant: EarlyStopVariant, tau: usize, step_noise: f64) -> EarlyStoppedPgd {
+    EarlyStoppedPgd {
+        steps: 10,
+        step: StepSize::Absolute(STEP_WIDE),
+        start: Start::Uniform,
+        loss: AttackLoss::CrossEntropy,
+        tau,
+        variant,
+        step_noise,
+    }
+}
+
+/// BAT (Algorithm 1; α = 1, β = 6) with the ablation's source and uniform points.
+fn bat(source: BatSource, uniform_on: Vec<BatPoint>, scaling: TradesScaling) -> Method {
+    Method::Bat(Bat {
+        attack: Pgd::trades(10, STEP_WIDE),
+        alpha: 1.0,
+        source,
+        uniform_on,
+        scaling,
+    })
+}
+
+/// FAT and BAT from weights fitted to the batch, at [`EPS_WIDE`].
+fn early_stopped() -> Result<Vec<Case>> {
+    let fat_cfa = Method::Fat(Fat {
+        attack: fat_attack(EarlyStopVariant::CfaRepo, 3, 0.0),
+        tau_schedule: Vec::new(),
+        attack_train_mode: true,
+    });
+    // Zhang et al.'s code: ω = 0.001, eval-mode attack, τ from `adjust_tau` (0-based 50, 90).
+    let fat_original = Method::Fat(Fat {
+        attack: fat_attack(EarlyStopVariant::Original, 0, 0.001),
+        tau_schedule: vec![[50, 1], [90, 2]],
+        attack_train_mode: false,
+    });
+    let uniform = ClassPlan::uniform(K, EPS_WIDE, 0.0);
+    let cfa_uniform = ClassPlan::uniform(K, EPS_FAT_CFA, 0.0);
+    let csl_plan = ClassPlan {
+        natural_weight: ramp(1.5, 0.5),
+        ..uniform.clone()
+    };
+    let csl = to_json("rule", &RuleConfig::Csl(CslSettings { gamma: 0.05 }))?;
+    // A plan written by hand, not a rule's: ε, β and both weights vary by class.
+    let by_hand = json!({ "kind": "hand-written" });
+    let ccm = ClassPlan {
+        beta: vec![0.0; K],
+        ..class_wise(EPS_FAT_CFA)
+    };
+    let pair = vec![BatPoint::LastCorrect, BatPoint::FirstWrong];
+    let bat_uniform = ClassPlan::uniform(K, EPS_WIDE, 6.0);
+    let fitted = |name, method, plan, rule, after_step, epoch| Case {
+        epoch,
+        fitted: true,
+        ..Case::new(name, method, plan, rule, after_step)
+    };
+    Ok(vec![
+        fitted(
+            "fat-cfa",
+            fat_cfa.clone(),
+            cfa_uniform,
+            kind("uniform"),
+            true,
+            0,
+        ),
+        fitted("fat-cfa-ccm", fat_cfa, ccm, kind("cfa"), true, 0),
+        fitted(
+            "fat-original",
+            fat_original.clone(),
+            uniform,
+            kind("uniform"),
+            false,
+            0,
+        ),
+        fitted(
+            "fat-original-tau1-csl",
+            fat_original.clone(),
+            csl_plan.clone(),
+            csl.clone(),
+            false,
+            60,
+        ),
+        fitted(
+            "fat-original-tau2-csl",
+            fat_original,
+            csl_plan,
+            csl,
+            false,
+            95,
+        ),
+        fitted(
+            "bat",
+            bat(BatSource::Boundary, pair.clone(), TradesScaling::Paper),
+            bat_uniform.clone(),
+            kind("uniform"),
+            false,
+            0,
+        ),
+        fitted(
+            "bat-class-wise",
+            bat(BatSource::Boundary, pair, TradesScaling::Paper),
+            class_wise(EPS_WIDE),
+            by_hand,
+            false,
+            0,
+        ),
+        fitted(
+            "bat-ablation-trades-fixed",
+            bat(
+                BatSource::Trades,
+                vec![BatPoint::Fixed],
+                TradesScaling::Reference,
+            ),
+            bat_uniform,
+            kind("uniform"),
+            false,
+            0,
+        ),
+    ])
+}
+
+/// TRADES under WAT, FRL (RW, RWRM) and CSL, with the plans the rules made after a few epochs
+/// of the rule files' statistics (and WAT's Hedge weights as `reference_inputs`).
+fn ruled() -> Result<Vec<Case>> {
+    let ctx = context(Base::TRADES, Some(6.0));
+    let csl = RuleConfig::Csl(CslSettings { gamma: 0.5 });
+    let mut cases = Vec::new();
+    for (name, config, second) in [
+        ("trades-wat", wat_config(WatLossScale::AsWritten), false),
+        ("trades-frl-rw", frl_config(false, 0), true),
+        ("trades-frl-rwrm", frl_config(true, 0), true),
+        ("trades-csl", csl, true),
+    ] {
+        let (updates, rule) = run_rule(&config, ctx, 4, 1000)?;
+        let last = updates.last().map(|u| u.plan.clone());
+        let plan = last.ok_or_else(|| classwise_trainer::error::invalid("epochs", 0, ">= 1"))?;
+        let mut case = Case::new(
+            name,
+            trades(TradesScaling::Paper, second),
+            plan,
+            to_json("rule", &config)?,
+            false,
+        );
+        if config.name() == "wat" {
+            case.reference_inputs = Some(json!({ "wat_weights": rule.snapshot()?["weights"] }));
+        }
+        cases.push(case);
+    }
+    Ok(cases)
+}

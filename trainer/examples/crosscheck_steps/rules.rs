@@ -1,0 +1,349 @@
+//! Rule files (STEP_FORMAT.md, "Rule files"): classwise's rules (`classwise_core::rule`) run
+//! over a few epochs of made-up, non-uniform statistics, as the training loop drives them
+//! (`classwise_core::driver`: `observe_initial` before epoch 0, `plan(e)` before epoch e,
+//! `observe(e)` after it); each update is written with the inputs it saw and the plan it made.
+
+use std::path::Path;
+
+use classwise_core::rule::{
+    Base, CfaSettings, ClassBetaSettings, ClassRule, CslSettings, FrlSettings, WatLossScale,
+    WatSettings,
+};
+use classwise_theory::calibration::WatNormalization;
+use classwise_theory::metrics::class_errors;
+use classwise_trainer::Result;
+use classwise_trainer::io::write_json;
+use classwise_trainer::train::{ClassPlan, ClassStats, RuleConfig, RuleContext};
+use serde_json::{Value, json};
+
+use crate::common::{EPS, K, STEP, Written, settings, to_json, uniform_values};
+
+/// Training samples per class behind t_k (a balanced training set, so that the code's
+/// K·correct_k/N is classwise's correct_k/n_k).
+const TRAIN_PER_CLASS: usize = 50;
+
+/// The statistics measured after an epoch (or on the initial model), from `seed`: t_k from
+/// balanced counts; validation errors from per-image flags on an unbalanced validation set of
+/// 20 + 2k images of class k, clean and robust correctness drawn independently (so that some
+/// images are wrong clean and right under attack, which FRL's boundary error acc − acc_adv
+/// counts); WAT's K + 1 costs (the last the sample mean).
+pub fn stats(seed: i64) -> Result<ClassStats> {
+    let train_robust = uniform_values(seed, K, 0.2, 0.9)?
+        .iter()
+        .map(|t| (t * TRAIN_PER_CLASS as f64).round() / TRAIN_PER_CLASS as f64)
+        .collect();
+    let p_clean = uniform_values(seed + 1, K, 0.5, 0.95)?;
+    let p_robust = uniform_values(seed + 2, K, 0.15, 0.6)?;
+    let labels: Vec<usize> = (0..K).flat_map(|k| vec![k; 20 + 2 * k]).collect();
+    let r_clean = uniform_values(seed + 3, labels.len(), 0.0, 1.0)?;
+    let r_robust = uniform_values(seed + 4, labels.len(), 0.0, 1.0)?;
+    let clean: Vec<bool> = labels
+        .iter()
+        .zip(&r_clean)
+        .map(|(&k, r)| *r < p_clean[k])
+        .collect();
+    let robust: Vec<bool> = labels
+        .iter()
+        .zip(&r_robust)
+        .map(|(&k, r)| *r < p_robust[k])
+        .collect();
+    let errors = class_errors(&clean, &robust, &labels, K)?;
+    let mut costs = uniform_values(seed + 5, K, 0.5, 3.0)?;
+    costs.push(costs.iter().sum::<f64>() / K as f64);
+    Ok(ClassStats {
+        train_robust,
+        val_clean: Some(errors.standard.iter().map(|e| 1.0 - e).collect()),
+        val_robust: Some(errors.robust.iter().map(|e| 1.0 - e).collect()),
+        val_errors: Some(errors),
+        val_costs: Some(costs),
+    })
+}
+
+/// One update of a rule, as a rule file records it.
+pub struct Update {
+    pub epoch: usize,
+    /// What this update observed: measured after epoch − 1 (on the initial model for epoch 0,
+    /// when the rule asks for it).
+    pub observed: Option<ClassStats>,
+    /// Everything observed up to this update, in order (WAT's cost history).
+    pub history: Vec<ClassStats>,
+    /// The rule's state before and after the update (`ClassRule::state`).
+    pub state_before: Value,
+    pub state_after: Value,
+    /// `ClassRule::snapshot` after the update (WAT's Hedge weights).
+    pub snapshot: Value,
+    pub plan: ClassPlan,
+}
+
+/// Runs `config` for epochs 0..epochs with the statistics of [`stats`] (seed `seed` + 10·epoch)
+/// and returns every update, and the rule.
+pub fn run_rule(
+    config: &RuleConfig,
+    ctx: RuleContext,
+    epochs: usize,
+    seed: i64,
+) -> Result<(Vec<Update>, Box<dyn ClassRule>)> {
+    let mut rule = config.build(ctx)?;
+    let mut history = Vec::new();
+    let mut updates = Vec::new();
+    for epoch in 0..epochs {
+        let state_before = rule.state()?;
+        let observed = match epoch {
+            0 if rule.needs_initial().any() => Some(stats(seed)?),
+            0 => None,
+            e => Some(stats(seed + 10 * e as i64)?),
+        };
+        if let Some(s) = &observed {
+            match epoch {
+                0 => rule.observe_initial(s)?,
+                e => rule.observe(e - 1, s)?,
+            }
+            history.push(s.clone());
+        }
+        let plan = rule.plan(epoch)?;
+        updates.push(Update {
+            epoch,
+            observed,
+            history: history.clone(),
+            state_before,
+            state_after: rule.state()?,
+            snapshot: rule.snapshot()?,
+            plan,
+        });
+    }
+    Ok((updates, rule))
+}
+
+/// The rule context of a TRADES run with β (or of PGD-AT without) at CFA's ε and step.
+pub fn context(base: Base, beta: Option<f64>) -> RuleContext {
+    RuleContext {
+        base,
+        n_classes: K,
+        eps: EPS,
+        beta,
+        step_size: STEP,
+    }
+}
+
+/// A set of rule files: one rule, its context and what each update's file holds.
+struct Files<'a> {
+    stem: &'a str,
+    config: RuleConfig,
+    ctx: RuleContext,
+    /// The first and last 0-based epochs written.
+    epochs: [usize; 2],
+    seed: i64,
+    /// The update's `inputs` and its `outputs` besides the plan.
+    describe: fn(&Update) -> Result<(Value, Value)>,
+}
+
+/// Writes one file per update of `files.epochs`.
+fn write_files(out: &Path, files: &Files<'_>) -> Result<Vec<Written>> {
+    let (updates, _) = run_rule(&files.config, files.ctx, files.epochs[1] + 1, files.seed)?;
+    let ctx = &files.ctx;
+    let mut written = Vec::new();
+    for u in updates.iter().filter(|u| u.epoch >= files.epochs[0]) {
+        let (inputs, mut outputs) = (files.describe)(u)?;
+        outputs["plan"] = to_json("plan", &u.plan)?;
+        let file = json!({
+            "format": "classwise-rule/1",
+            "rule": files.config.name(),
+            "settings": settings("rule settings", &files.config)?,
+            "context": { "n_classes": ctx.n_classes, "eps": ctx.eps, "beta": ctx.beta, "step_size": ctx.step_size },
+            "epoch": u.epoch,
+            "inputs": inputs,
+            "outputs": outputs,
+            "source": "trainer/examples/crosscheck_steps (rules.rs)",
+        });
+        let path = out.join(format!("{}-e{}.json", files.stem, u.epoch));
+        write_json(&path, "rule file", &file)?;
+        written.push((path, String::new()));
+    }
+    Ok(written)
+}
+
+/// The statistics an update observed, or an error naming what is missing.
+fn observed(u: &Update) -> Result<&ClassStats> {
+    u.observed.as_ref().ok_or_else(|| {
+        classwise_trainer::error::invalid("epoch", u.epoch, "an update that observed statistics")
+    })
+}
+
+/// CFA: t_k of the previous epoch, with the counts behind it.
+fn cfa_io(u: &Update) -> Result<(Value, Value)> {
+    let t = &observed(u)?.train_robust;
+    let correct: Vec<u64> = t
+        .iter()
+        .map(|t| (t * TRAIN_PER_CLASS as f64).round() as u64)
+        .collect();
+    let inputs = json!({ "train_robust": t, "train_correct": correct, "train_total": vec![TRAIN_PER_CLASS; K] });
+    Ok((inputs, json!({})))
+}
+
+/// WAT: every epoch's validation costs so far; the Hedge weights.
+fn wat_io(u: &Update) -> Result<(Value, Value)> {
+    let costs: Vec<&Vec<f64>> = u
+        .history
+        .iter()
+        .filter_map(|s| s.val_costs.as_ref())
+        .collect();
+    Ok((
+        json!({ "val_costs": costs }),
+        json!({ "weights": u.snapshot["weights"] }),
+    ))
+}
+
+/// FRL: the multipliers before and after, the validation errors the update saw.
+fn frl_io(u: &Update) -> Result<(Value, Value)> {
+    let lambda = |s: &Value| -> Vec<Value> {
+        ["lambda0", "lambda1", "lambda2"]
+            .iter()
+            .flat_map(|k| s[*k].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    let e = observed(u)?.val_errors.as_ref().ok_or_else(|| {
+        classwise_trainer::error::invalid("stats", "no val_errors", "FRL's validation errors")
+    })?;
+    let inputs = json!({
+        "lambda": lambda(&u.state_before),
+        "val_clean_error": e.standard, "val_boundary_error": e.boundary,
+        "total_clean_error": e.overall_standard, "total_boundary_error": e.overall_boundary,
+    });
+    Ok((inputs, json!({ "lambda": lambda(&u.state_after) })))
+}
+
+/// CSL: the weights before and after, the validation robust errors.
+fn csl_io(u: &Update) -> Result<(Value, Value)> {
+    let robust = observed(u)?.val_errors.as_ref().map(|e| e.robust.clone());
+    let inputs = json!({ "weights": u.state_before["weights"], "val_robust_error": robust });
+    Ok((inputs, json!({ "weights": u.state_after["weights"] })))
+}
+
+/// No inputs (a fixed plan).
+fn no_io(_: &Update) -> Result<(Value, Value)> {
+    Ok((json!({}), json!({})))
+}
+
+/// WAT as the code runs it (`code`, `as-written`) or with classwise's defaults.
+pub fn wat_config(loss_scale: WatLossScale) -> RuleConfig {
+    RuleConfig::Wat(WatSettings {
+        eta: 0.1,
+        normalization: WatNormalization::Code,
+        loss_scale,
+    })
+}
+
+/// FRL with the code's rates and a short halving period (so that halving happens within the
+/// written epochs).
+pub fn frl_config(remargin: bool, begin: usize) -> RuleConfig {
+    RuleConfig::Frl(FrlSettings {
+        remargin,
+        ..FrlSettings::reweight_remargin(begin, 2)
+    })
+}
+
+fn cfa_config(lambda1: f64, begin: usize, ccr: bool) -> RuleConfig {
+    RuleConfig::Cfa(CfaSettings {
+        lambda1,
+        lambda2: 0.5,
+        begin,
+        ccm: true,
+        ccr,
+    })
+}
+
+/// Every rule file.
+pub fn write_all(out: &Path) -> Result<Vec<Written>> {
+    let trades = context(Base::TRADES, Some(6.0));
+    let tian = RuleConfig::ClassBeta(ClassBetaSettings {
+        beta: (0..K).map(|k| if k == 5 { 0.5 } else { 6.0 }).collect(),
+    });
+    let csl = |gamma| RuleConfig::Csl(CslSettings { gamma });
+    let sets = [
+        Files {
+            stem: "rule-cfa-trades",
+            config: cfa_config(0.3, 2, true),
+            ctx: trades,
+            epochs: [1, 4],
+            seed: 100,
+            describe: cfa_io,
+        },
+        Files {
+            stem: "rule-cfa-at",
+            config: cfa_config(0.5, 0, false),
+            ctx: context(Base::PGD_AT, None),
+            epochs: [1, 2],
+            seed: 200,
+            describe: cfa_io,
+        },
+        Files {
+            stem: "rule-wat",
+            config: wat_config(WatLossScale::AsWritten),
+            ctx: trades,
+            epochs: [0, 4],
+            seed: 300,
+            describe: wat_io,
+        },
+        Files {
+            stem: "control-rule-wat-class-mean-one",
+            config: wat_config(WatLossScale::ClassMeanOne),
+            ctx: trades,
+            epochs: [3, 3],
+            seed: 300,
+            describe: wat_io,
+        },
+        Files {
+            stem: "rule-frl-rw",
+            config: frl_config(false, 0),
+            ctx: trades,
+            epochs: [0, 3],
+            seed: 400,
+            describe: frl_io,
+        },
+        Files {
+            stem: "rule-frl-rwrm",
+            config: frl_config(true, 0),
+            ctx: trades,
+            epochs: [0, 3],
+            seed: 500,
+            describe: frl_io,
+        },
+        Files {
+            stem: "rule-frl-rwrm-begin2",
+            config: frl_config(true, 2),
+            ctx: trades,
+            epochs: [2, 5],
+            seed: 600,
+            describe: frl_io,
+        },
+        Files {
+            stem: "rule-csl",
+            config: csl(0.05),
+            ctx: trades,
+            epochs: [1, 3],
+            seed: 700,
+            describe: csl_io,
+        },
+        Files {
+            stem: "rule-csl-clipped",
+            config: csl(1.5),
+            ctx: trades,
+            epochs: [1, 3],
+            seed: 800,
+            describe: csl_io,
+        },
+        Files {
+            stem: "rule-class-beta",
+            config: tian,
+            ctx: trades,
+            epochs: [0, 0],
+            seed: 900,
+            describe: no_io,
+        },
+    ];
+    let mut written = Vec::new();
+    for files in &sets {
+        written.extend(write_files(out, files)?);
+    }
+    Ok(written)
+}
