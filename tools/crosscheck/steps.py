@@ -46,7 +46,7 @@ DEFAULTS = {"method.attack_train_mode": False, "method.second_clean_forward": Fa
             "method.tau_schedule": [], "method.scaling": "reference",
             "rule.normalization": "code", "rule.loss_scale": "class-mean-one",
             "settings.normalization": "code", "settings.loss_scale": "class-mean-one",
-            "settings.eps_multiplier_max": 3.0}
+            "settings.eps_multiplier_max": 3.0, "settings.begin": 0}
 
 
 # ---------------------------------------------------------------- reading
@@ -267,7 +267,7 @@ def check_step(path, tol):
     rows = [r for r in rows if r is not None]
     unknown = sorted(n for n in tensors if n.startswith(("out.", "grad.", "after"))
                      and n not in out)
-    notes = switch_notes(step, result.expected)
+    notes = switch_notes(step, result.expected) + list(result.notes)
     if unknown:
         notes.append(f"not compared (the port has no such output): {', '.join(unknown[:5])}"
                      + (" …" if len(unknown) > 5 else ""))
@@ -344,9 +344,10 @@ def fmt(v):
 
 def markdown(results, command, tol):
     lines = ["# Step cross-check: classwise against the reference codes", "",
-             "Regenerate (the step files: `cargo run --release -p classwise-trainer --example "
-             "crosscheck_steps -- DIR`, which writes one step of each method it covers, a "
-             "control with classwise's defaults among them; then this table):", "",
+             "Regenerate (the files: `cargo run --release -p classwise-trainer --example "
+             "crosscheck_steps -- DIR`, which writes the step files, rule files and "
+             "weight-average files of every method and rule it covers, controls with classwise's "
+             "defaults among them; then this table):", "",
              f"`{command}`", "",
              f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), "
              f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}. "

@@ -72,6 +72,7 @@ class StepResult:
     clean_forward_after_step: bool = False  # the reference's forward of x in train mode after
     reference: str = ""  # repo:path of the reference followed
     expected: dict = field(default_factory=dict)  # classwise switch -> the reference's value
+    notes: list = field(default_factory=list)  # known differences no switch names (STEP_FORMAT.md)
 
 
 def kl_div_sum(log_q, p):

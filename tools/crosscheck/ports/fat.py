@@ -147,8 +147,14 @@ def fat_cfa(inp):
                 "method.attack.loss": {"kind": "cross-entropy"},
                 "method.attack.variant": "cfa-repo", "method.attack.step_noise": 0.0,
                 "method.tau_schedule": []}
+    notes = []
+    if inp.method.get("attack_train_mode"):
+        notes.append("known difference: classwise's EarlyStoppedPgd forwards each round twice in "
+                     "train mode (a no-grad check, then the step's forward: 2·rounds + 1 "
+                     "train-mode forwards), CFA's code once (rounds + 2): the BatchNorm buffers "
+                     "are expected to differ (STEP_FORMAT.md)")
     return StepResult(loss, predicted_by(robust_output), {"x_adv": (inp.x + delta).detach()},
-                      steps=steps, clean_forward_after_step=True, expected=expected,
+                      steps=steps, clean_forward_after_step=True, expected=expected, notes=notes,
                       reference="PKU-ML/CFA:attack.py:197-249, train.py:83-98")
 
 

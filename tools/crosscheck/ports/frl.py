@@ -117,5 +117,9 @@ def frl_rule(rule):
     if not s["remargin"] and dig(rule["outputs"], "plan.step_size") is not None:
         rows.append(("plan.step_size (none in RW)", [], [dig(rule["outputs"], "plan.step_size")]))
     ref = "utils_frl2.py:73-96, 217-270" if s["remargin"] else "utils_frl.py:109-132, 253-311"
-    expected = {"settings.eps_multiplier_max": 3.0} if s["remargin"] else {}
+    # The reference has no `begin`: its epoch 1 is the first FRL epoch (the port's reading of
+    # classwise's `begin`); classwise counts rate1's halving from the run's epoch 0.
+    expected = {"settings.begin": 0}
+    if s["remargin"]:
+        expected["settings.eps_multiplier_max"] = 3.0
     return rows, expected, f"hannxu123/fair_robust:{ref}, frlrw.py:53-89"

@@ -25,8 +25,10 @@ const EPS_FAT_CFA: f64 = 32.0 / 255.0;
 
 /// Every case.
 pub fn all() -> Result<Vec<Case>> {
-    let mut cases = plain();
-    cases.extend(early_stopped()?);
+    let mut cases = pgd_at_and_mart();
+    cases.extend(trades_by_hand());
+    cases.extend(fat()?);
+    cases.extend(bat_cases());
     cases.extend(ruled()?);
     Ok(cases)
 }
@@ -59,9 +61,17 @@ fn trades(scaling: TradesScaling, second_clean_forward: bool) -> Method {
     })
 }
 
-/// PGD-AT, TRADES and MART from the initial weights, with plans written by hand.
-fn plain() -> Vec<Case> {
-    let uniform = ClassPlan::uniform(K, EPS, 6.0);
+/// Tian et al.'s class-β plan (§5.2: β of class 5, dog, lowered from 6 to 0.5).
+fn tian_beta() -> ClassPlan {
+    ClassPlan {
+        beta: (0..K).map(|k| if k == 5 { 0.5 } else { 6.0 }).collect(),
+        ..ClassPlan::uniform(K, EPS, 6.0)
+    }
+}
+
+/// PGD-AT (CFA's code: attack in train mode, clean forward after the step) and MART (uniform
+/// and class-β), from the initial weights.
+fn pgd_at_and_mart() -> Vec<Case> {
     let at = Method::PgdAt(PgdAt {
         // Madry's PGD-10 on CE from a uniform start (CFA's training attack).
         attack: Pgd::ce(10, STEP),
@@ -78,58 +88,43 @@ fn plain() -> Vec<Case> {
         beta: vec![6.0; K],
         ..class_wise(EPS)
     };
+    let uniform = ClassPlan::uniform(K, EPS, 6.0);
+    vec![
+        Case::new("pgd-at-cfa", at.clone(), uniform.clone(), kind("uniform")).forward_after(),
+        Case::new("pgd-at-ccm", at, ccm, kind("cfa")).forward_after(),
+        Case::new("mart", mart.clone(), uniform, kind("uniform")),
+        Case::new("mart-class-beta", mart, tian_beta(), kind("class-beta")),
+    ]
+}
+
+/// TRADES with plans written by hand, from the initial weights, and a control.
+fn trades_by_hand() -> Vec<Case> {
+    let uniform = ClassPlan::uniform(K, EPS, 6.0);
     let tian = ClassPlan {
         eps: vec![EPS; K],
         ..class_wise(EPS)
     };
-    let reference = |second| trades(TradesScaling::Reference, second);
+    let cfa = |second| trades(TradesScaling::Reference, second);
+    let paper = trades(TradesScaling::Paper, true);
     vec![
-        Case::new(
-            "pgd-at-cfa",
-            at.clone(),
-            uniform.clone(),
-            kind("uniform"),
-            true,
-        ),
-        Case::new("pgd-at-ccm", at, ccm, kind("cfa"), true),
-        Case::new(
-            "trades-cfa",
-            reference(true),
-            uniform.clone(),
-            kind("uniform"),
-            true,
-        ),
+        Case::new("trades-cfa", cfa(true), uniform.clone(), kind("uniform")).forward_after(),
         Case::new(
             "trades-cfa-ccm-ccr",
-            reference(true),
+            cfa(true),
             class_wise(EPS),
             kind("cfa"),
-            true,
-        ),
+        )
+        .forward_after(),
         // A control: classwise's defaults (one clean forward, none after the step) against
         // CFA's code, which makes both: expected to differ in the BatchNorm statistics only.
         Case::new(
             "control-trades-cfa-defaults",
-            reference(false),
+            cfa(false),
             uniform.clone(),
             kind("uniform"),
-            false,
         ),
-        Case::new(
-            "trades-paper",
-            trades(TradesScaling::Paper, true),
-            uniform.clone(),
-            kind("uniform"),
-            false,
-        ),
-        Case::new(
-            "trades-class-beta",
-            trades(TradesScaling::Paper, true),
-            tian,
-            kind("class-beta"),
-            false,
-        ),
-        Case::new("mart", mart, uniform, kind("uniform"), false),
+        Case::new("trades-paper", paper.clone(), uniform, kind("uniform")),
+        Case::new("trades-class-beta", paper, tian, kind("class-beta")),
     ]
 }
 
@@ -157,102 +152,81 @@ fn bat(source: BatSource, uniform_on: Vec<BatPoint>, scaling: TradesScaling) -> 
     })
 }
 
-/// FAT and BAT from weights fitted to the batch, at [`EPS_WIDE`].
-fn early_stopped() -> Result<Vec<Case>> {
-    let fat_cfa = Method::Fat(Fat {
+/// FAT from weights fitted to the batch: CFA's variant (τ = 3, attack in train mode, forward
+/// after the step) at [`EPS_FAT_CFA`], uniform and class-wise; the original (ω = 0.001,
+/// eval-mode attack, τ from `adjust_tau`: 0-based epochs 0, 60, 95 give τ = 0, 1, 2) at
+/// [`EPS_WIDE`], with CSL's class weights on the CE.
+fn fat() -> Result<Vec<Case>> {
+    let cfa = Method::Fat(Fat {
         attack: fat_attack(EarlyStopVariant::CfaRepo, 3, 0.0),
         tau_schedule: Vec::new(),
         attack_train_mode: true,
     });
-    // Zhang et al.'s code: ω = 0.001, eval-mode attack, τ from `adjust_tau` (0-based 50, 90).
-    let fat_original = Method::Fat(Fat {
+    let original = Method::Fat(Fat {
         attack: fat_attack(EarlyStopVariant::Original, 0, 0.001),
         tau_schedule: vec![[50, 1], [90, 2]],
         attack_train_mode: false,
     });
-    let uniform = ClassPlan::uniform(K, EPS_WIDE, 0.0);
-    let cfa_uniform = ClassPlan::uniform(K, EPS_FAT_CFA, 0.0);
-    let csl_plan = ClassPlan {
-        natural_weight: ramp(1.5, 0.5),
-        ..uniform.clone()
-    };
-    let csl = to_json("rule", &RuleConfig::Csl(CslSettings { gamma: 0.05 }))?;
-    // A plan written by hand, not a rule's: ε, β and both weights vary by class.
-    let by_hand = json!({ "kind": "hand-written" });
     let ccm = ClassPlan {
         beta: vec![0.0; K],
         ..class_wise(EPS_FAT_CFA)
     };
-    let pair = vec![BatPoint::LastCorrect, BatPoint::FirstWrong];
-    let bat_uniform = ClassPlan::uniform(K, EPS_WIDE, 6.0);
-    let fitted = |name, method, plan, rule, after_step, epoch| Case {
-        epoch,
-        fitted: true,
-        ..Case::new(name, method, plan, rule, after_step)
+    let uniform = ClassPlan::uniform(K, EPS_WIDE, 0.0);
+    let weighted = ClassPlan {
+        natural_weight: ramp(1.5, 0.5),
+        ..uniform.clone()
     };
+    let csl = to_json("rule", &RuleConfig::Csl(CslSettings { gamma: 0.05 }))?;
+    let cfa_uniform = ClassPlan::uniform(K, EPS_FAT_CFA, 0.0);
     Ok(vec![
-        fitted(
-            "fat-cfa",
-            fat_cfa.clone(),
-            cfa_uniform,
-            kind("uniform"),
-            true,
-            0,
-        ),
-        fitted("fat-cfa-ccm", fat_cfa, ccm, kind("cfa"), true, 0),
-        fitted(
-            "fat-original",
-            fat_original.clone(),
-            uniform,
-            kind("uniform"),
-            false,
-            0,
-        ),
-        fitted(
+        Case::new("fat-cfa", cfa.clone(), cfa_uniform, kind("uniform"))
+            .forward_after()
+            .fitted(0),
+        Case::new("fat-cfa-ccm", cfa, ccm, kind("cfa"))
+            .forward_after()
+            .fitted(0),
+        Case::new("fat-original", original.clone(), uniform, kind("uniform")).fitted(0),
+        Case::new(
             "fat-original-tau1-csl",
-            fat_original.clone(),
-            csl_plan.clone(),
+            original.clone(),
+            weighted.clone(),
             csl.clone(),
-            false,
-            60,
-        ),
-        fitted(
-            "fat-original-tau2-csl",
-            fat_original,
-            csl_plan,
-            csl,
-            false,
-            95,
-        ),
-        fitted(
-            "bat",
-            bat(BatSource::Boundary, pair.clone(), TradesScaling::Paper),
-            bat_uniform.clone(),
-            kind("uniform"),
-            false,
-            0,
-        ),
-        fitted(
+        )
+        .fitted(60),
+        Case::new("fat-original-tau2-csl", original, weighted, csl).fitted(95),
+    ])
+}
+
+/// BAT from weights fitted to the batch at [`EPS_WIDE`]: eq. (7) with a uniform plan and with
+/// a plan written by hand (ε, β and both weights vary by class), and the ablation of BAT
+/// Tables 2-3 with TRADES' source on the full x' and the uniform term there, CFA's scaling.
+fn bat_cases() -> Vec<Case> {
+    let pair = || vec![BatPoint::LastCorrect, BatPoint::FirstWrong];
+    let uniform = ClassPlan::uniform(K, EPS_WIDE, 6.0);
+    let by_hand = json!({ "kind": "hand-written" });
+    let paper = |on| bat(BatSource::Boundary, on, TradesScaling::Paper);
+    let ablation = bat(
+        BatSource::Trades,
+        vec![BatPoint::Fixed],
+        TradesScaling::Reference,
+    );
+    vec![
+        Case::new("bat", paper(pair()), uniform.clone(), kind("uniform")).fitted(0),
+        Case::new(
             "bat-class-wise",
-            bat(BatSource::Boundary, pair, TradesScaling::Paper),
+            paper(pair()),
             class_wise(EPS_WIDE),
             by_hand,
-            false,
-            0,
-        ),
-        fitted(
+        )
+        .fitted(0),
+        Case::new(
             "bat-ablation-trades-fixed",
-            bat(
-                BatSource::Trades,
-                vec![BatPoint::Fixed],
-                TradesScaling::Reference,
-            ),
-            bat_uniform,
+            ablation,
+            uniform,
             kind("uniform"),
-            false,
-            0,
-        ),
-    ])
+        )
+        .fitted(0),
+    ]
 }
 
 /// TRADES under WAT, FRL (RW, RWRM) and CSL, with the plans the rules made after a few epochs
@@ -270,13 +244,8 @@ fn ruled() -> Result<Vec<Case>> {
         let (updates, rule) = run_rule(&config, ctx, 4, 1000)?;
         let last = updates.last().map(|u| u.plan.clone());
         let plan = last.ok_or_else(|| classwise_trainer::error::invalid("epochs", 0, ">= 1"))?;
-        let mut case = Case::new(
-            name,
-            trades(TradesScaling::Paper, second),
-            plan,
-            to_json("rule", &config)?,
-            false,
-        );
+        let method = trades(TradesScaling::Paper, second);
+        let mut case = Case::new(name, method, plan, to_json("rule", &config)?);
         if config.name() == "wat" {
             case.reference_inputs = Some(json!({ "wat_weights": rule.snapshot()?["weights"] }));
         }

@@ -125,6 +125,9 @@ pub fn context(base: Base, beta: Option<f64>) -> RuleContext {
     }
 }
 
+/// An update's `inputs` and its `outputs` besides the plan.
+type Describe = fn(&Update) -> Result<(Value, Value)>;
+
 /// A set of rule files: one rule, its context and what each update's file holds.
 struct Files<'a> {
     stem: &'a str,
@@ -133,8 +136,7 @@ struct Files<'a> {
     /// The first and last 0-based epochs written.
     epochs: [usize; 2],
     seed: i64,
-    /// The update's `inputs` and its `outputs` besides the plan.
-    describe: fn(&Update) -> Result<(Value, Value)>,
+    describe: Describe,
 }
 
 /// Writes one file per update of `files.epochs`.
@@ -252,98 +254,108 @@ fn cfa_config(lambda1: f64, begin: usize, ccr: bool) -> RuleConfig {
     })
 }
 
-/// Every rule file.
-pub fn write_all(out: &Path) -> Result<Vec<Written>> {
+/// A set of files: (file stem, rule, context, first and last epoch written, seed, contents).
+type Set = (
+    &'static str,
+    RuleConfig,
+    RuleContext,
+    [usize; 2],
+    i64,
+    Describe,
+);
+
+/// CFA on TRADES (CCM and CCR, `begin` 2: an epoch before it) and on PGD-AT (CCM only).
+fn cfa_sets() -> Vec<Set> {
     let trades = context(Base::TRADES, Some(6.0));
+    let at = context(Base::PGD_AT, None);
+    vec![
+        (
+            "rule-cfa-trades",
+            cfa_config(0.3, 2, true),
+            trades,
+            [1, 4],
+            100,
+            cfa_io,
+        ),
+        (
+            "rule-cfa-at",
+            cfa_config(0.5, 0, false),
+            at,
+            [1, 2],
+            200,
+            cfa_io,
+        ),
+    ]
+}
+
+/// WAT with the code's scaling over five epochs, and a control with classwise's default loss
+/// scale (class-mean one) against the code's weights as written.
+fn wat_sets() -> Vec<Set> {
+    let trades = context(Base::TRADES, Some(6.0));
+    let code = wat_config(WatLossScale::AsWritten);
+    let default = wat_config(WatLossScale::ClassMeanOne);
+    vec![
+        ("rule-wat", code, trades, [0, 4], 300, wat_io),
+        (
+            "control-rule-wat-class-mean-one",
+            default,
+            trades,
+            [3, 3],
+            300,
+            wat_io,
+        ),
+    ]
+}
+
+/// FRL RW and RWRM from epoch 0 (halving α₁ every 2 epochs), and RWRM from `begin` 2.
+fn frl_sets() -> Vec<Set> {
+    let trades = context(Base::TRADES, Some(6.0));
+    let (rw, rwrm, late) = (
+        frl_config(false, 0),
+        frl_config(true, 0),
+        frl_config(true, 2),
+    );
+    vec![
+        ("rule-frl-rw", rw, trades, [0, 3], 400, frl_io),
+        ("rule-frl-rwrm", rwrm, trades, [0, 3], 500, frl_io),
+        ("rule-frl-rwrm-begin2", late, trades, [2, 5], 600, frl_io),
+    ]
+}
+
+/// CSL at WAT's γ and at a γ large enough to clip weights at 0; class-β as Tian et al. §5.2
+/// (β of class 5, dog, lowered from 6 to 0.5).
+fn csl_and_class_beta_sets() -> Vec<Set> {
+    let trades = context(Base::TRADES, Some(6.0));
+    let csl = |gamma| RuleConfig::Csl(CslSettings { gamma });
     let tian = RuleConfig::ClassBeta(ClassBetaSettings {
         beta: (0..K).map(|k| if k == 5 { 0.5 } else { 6.0 }).collect(),
     });
-    let csl = |gamma| RuleConfig::Csl(CslSettings { gamma });
+    vec![
+        ("rule-csl", csl(0.05), trades, [1, 3], 700, csl_io),
+        ("rule-csl-clipped", csl(4.0), trades, [1, 3], 800, csl_io),
+        ("rule-class-beta", tian, trades, [0, 0], 900, no_io),
+    ]
+}
+
+/// Every rule file.
+pub fn write_all(out: &Path) -> Result<Vec<Written>> {
     let sets = [
-        Files {
-            stem: "rule-cfa-trades",
-            config: cfa_config(0.3, 2, true),
-            ctx: trades,
-            epochs: [1, 4],
-            seed: 100,
-            describe: cfa_io,
-        },
-        Files {
-            stem: "rule-cfa-at",
-            config: cfa_config(0.5, 0, false),
-            ctx: context(Base::PGD_AT, None),
-            epochs: [1, 2],
-            seed: 200,
-            describe: cfa_io,
-        },
-        Files {
-            stem: "rule-wat",
-            config: wat_config(WatLossScale::AsWritten),
-            ctx: trades,
-            epochs: [0, 4],
-            seed: 300,
-            describe: wat_io,
-        },
-        Files {
-            stem: "control-rule-wat-class-mean-one",
-            config: wat_config(WatLossScale::ClassMeanOne),
-            ctx: trades,
-            epochs: [3, 3],
-            seed: 300,
-            describe: wat_io,
-        },
-        Files {
-            stem: "rule-frl-rw",
-            config: frl_config(false, 0),
-            ctx: trades,
-            epochs: [0, 3],
-            seed: 400,
-            describe: frl_io,
-        },
-        Files {
-            stem: "rule-frl-rwrm",
-            config: frl_config(true, 0),
-            ctx: trades,
-            epochs: [0, 3],
-            seed: 500,
-            describe: frl_io,
-        },
-        Files {
-            stem: "rule-frl-rwrm-begin2",
-            config: frl_config(true, 2),
-            ctx: trades,
-            epochs: [2, 5],
-            seed: 600,
-            describe: frl_io,
-        },
-        Files {
-            stem: "rule-csl",
-            config: csl(0.05),
-            ctx: trades,
-            epochs: [1, 3],
-            seed: 700,
-            describe: csl_io,
-        },
-        Files {
-            stem: "rule-csl-clipped",
-            config: csl(1.5),
-            ctx: trades,
-            epochs: [1, 3],
-            seed: 800,
-            describe: csl_io,
-        },
-        Files {
-            stem: "rule-class-beta",
-            config: tian,
-            ctx: trades,
-            epochs: [0, 0],
-            seed: 900,
-            describe: no_io,
-        },
+        cfa_sets(),
+        wat_sets(),
+        frl_sets(),
+        csl_and_class_beta_sets(),
     ];
     let mut written = Vec::new();
-    for files in &sets {
-        written.extend(write_files(out, files)?);
+    for (stem, config, ctx, epochs, seed, describe) in sets.into_iter().flatten() {
+        let files = Files {
+            stem,
+            config,
+            ctx,
+            epochs,
+            seed,
+            describe,
+        };
+        written.extend(write_files(out, &files)?);
     }
     Ok(written)
 }

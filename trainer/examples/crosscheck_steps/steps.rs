@@ -45,23 +45,39 @@ pub struct Case {
 }
 
 impl Case {
-    /// A step of `method` at epoch 0 from the initial weights.
+    /// A step of `method` at epoch 0 from the initial weights, without a forward after it.
     pub fn new(
         name: &'static str,
         method: Method,
         plan: ClassPlan,
         rule: serde_json::Value,
-        after_step: bool,
     ) -> Self {
         Case {
             name,
             method,
             plan,
             rule,
-            after_step,
+            after_step: false,
             epoch: 0,
             fitted: false,
             reference_inputs: None,
+        }
+    }
+
+    /// With CFA's clean forward after the step (`PKU-ML/CFA:train.py:98`).
+    pub fn forward_after(self) -> Self {
+        Case {
+            after_step: true,
+            ..self
+        }
+    }
+
+    /// From weights fitted to the batch ([`fit`]), at 0-based `epoch`.
+    pub fn fitted(self, epoch: usize) -> Self {
+        Case {
+            fitted: true,
+            epoch,
+            ..self
         }
     }
 }
