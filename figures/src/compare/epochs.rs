@@ -152,7 +152,12 @@ impl Figure for WorstOverEpochs {
     }
 
     fn size(&self) -> (u32, u32) {
-        style::WIDE
+        // Taller by a legend row for each method past the first.
+        let (w, h) = style::WIDE;
+        (
+            w,
+            h + legend::ROW * self.methods.len().saturating_sub(1) as u32,
+        )
     }
 
     fn tables(&self) -> Vec<Table> {
@@ -179,7 +184,9 @@ impl Figure for WorstOverEpochs {
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        let (plot, strip) = legend::split(area, 1);
+        // One legend row per method (its model and averages): a row of every series of
+        // several methods overflows the figure's width.
+        let (plot, strip) = legend::split(area, self.methods.len());
         let all = || self.methods.iter().flat_map(|(_, _, s)| s);
         let last = all()
             .flat_map(|s| s.epochs.iter().copied())
@@ -200,9 +207,10 @@ impl Figure for WorstOverEpochs {
             .x_label_formatter(&style::tick_whole)
             .y_label_formatter(&style::tick_plain)
             .draw()?;
-        let mut entries = Vec::new();
+        let mut rows = Vec::new();
         for (i, (name, _, series)) in self.methods.iter().enumerate() {
             let color = style::color(i);
+            let mut entries = Vec::new();
             for s in series {
                 let pts: Vec<(f64, f64)> = s
                     .epochs
@@ -214,8 +222,9 @@ impl Figure for WorstOverEpochs {
                 legend::markers(&mut chart, &pts, legend::Shape::Circle, color, 1.0, true)?;
                 entries.push(Entry::line(color, s.dash, format!("{name}: {}", s.label)));
             }
+            rows.push(entries);
         }
-        legend::draw_rows(&strip, &[entries])
+        legend::draw_rows(&strip, &rows)
     }
 }
 
