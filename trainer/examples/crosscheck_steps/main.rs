@@ -6,18 +6,20 @@
 //! $PY tools/crosscheck/steps.py OUT_DIR/* --markdown results/crosscheck.md
 //! ```
 //!
-//! * [`steps`]: one SGD step of each method on the same WideResNet-10-1 (BatchNorm, no
+//! * `steps.rs`: one SGD step of each method on the same WideResNet-10-1 (BatchNorm, no
 //!   dropout) and the same class-balanced batch, with the training attack's random draws
 //!   recorded unscaled: PGD-AT, TRADES (both scalings; uniform, CFA, class-β, WAT, FRL RW and
-//!   RWRM, CSL plans), MART, FAT (CFA's and the original variant, with ω noise and the τ
-//!   schedule) and BAT (the boundary pair and the TRADES-source ablation), and a control with
-//!   classwise's defaults against CFA's code.
-//! * [`rules`]: the updates of the class-wise rules (CFA, WAT, FRL RW and RWRM, CSL, class-β)
-//!   over a few epochs of chosen statistics, one JSON file per update.
-//! * [`averages`]: FAWA's and the EMA's decisions and averaged states over a few epochs.
+//!   RWRM, CSL plans), MART (uniform and class-β), FAT (CFA's and the original variant, with ω
+//!   noise and the τ schedule) and BAT (the boundary pair and the TRADES-source ablation), and
+//!   a control with classwise's defaults against CFA's code. The cases are in `cases.rs`.
+//! * `rules.rs`: the updates of the class-wise rules (CFA, WAT, FRL RW and RWRM, CSL, class-β)
+//!   over a few epochs of chosen statistics, one JSON file per update, and a control with
+//!   WAT's default loss scale.
+//! * `averages.rs`: FAWA's and the EMA's decisions and averaged states over a few epochs.
 //!
-//! Not covered: the CFA repository's FAT with the attack in eval mode, BAT with a class-wise
-//! rule's step size, and classwise's `class-weight` rule (no reference computes it).
+//! Not covered: the CFA repository's FAT with the attack in eval mode, BAT under a rule that
+//! sets the step, classwise's `class-weight` rule (no reference computes it) and WAT's `paper`
+//! normalisation (no code). What the table measured: `tools/crosscheck/README.md`.
 
 mod averages;
 mod cases;

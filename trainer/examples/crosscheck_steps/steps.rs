@@ -1,5 +1,5 @@
 //! Step files: one SGD step of each method from the same weights on the same batch
-//! (STEP_FORMAT.md, "Step file"). The cases are in [`super::cases`].
+//! (STEP_FORMAT.md, "Step file"). The cases are in `cases.rs`.
 //!
 //! The random draws are recorded by replaying them: libtorch's generator is seeded with
 //! [`SEED`] before the step, and after it the same seed gives the same tensors in the order the
