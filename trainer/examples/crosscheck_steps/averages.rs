@@ -82,11 +82,14 @@ fn sequences() -> Vec<Sequence> {
 }
 
 /// Moves every variable of `model` a little (an epoch of training, as far as the average can
-/// tell); the BatchNorm variances by a positive factor.
+/// tell); the BatchNorm variances by a positive factor. In name order, so that the same seed
+/// gives the same weights (`VarStore::variables` is a hash map).
 fn train_epoch(model: &Model, seed: i64) {
+    let vars: std::collections::BTreeMap<String, Tensor> =
+        model.var_store().variables().into_iter().collect();
     seeded(seed, || {
         tch::no_grad(|| {
-            for (name, mut t) in model.var_store().variables() {
+            for (name, mut t) in vars {
                 let noise = t.randn_like() * 0.05;
                 if name.ends_with("running_var") {
                     let _ = t.g_mul_(&noise.exp());
