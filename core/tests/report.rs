@@ -23,7 +23,13 @@ fn first_report() -> String {
 
 #[test]
 fn a_schema_1_report_reads_with_the_documented_defaults() {
-    let r = Report::parse(&first_report(), "old/report.json").unwrap();
+    // A worst 20 % that disagrees with the accuracies (0.1, the lowest of 3 classes).
+    let text = first_report().replace(
+        "\"robust_worst_20_percent\":0.1",
+        "\"robust_worst_20_percent\":0.3",
+    );
+    let r = Report::parse(&text, "old/report.json").unwrap();
+    assert_eq!(r.robust_worst_20_percent, 0.1);
     assert_eq!(r.schema, 1);
     assert_eq!(r.robust_counting, RobustCounting::CleanAndAdversarial);
     assert_eq!(r.precision, Precision::Fp32);

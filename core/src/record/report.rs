@@ -21,7 +21,9 @@
 //! derived from them are computed again on reading
 //! (`classwise_theory::metrics::ClassAccuracySummary`).
 
-use classwise_theory::metrics::{ClassAccuracySummary, ClassErrors, ConfusionMatrix};
+use classwise_theory::metrics::{
+    ClassAccuracy, ClassAccuracySummary, ClassErrors, ConfusionMatrix,
+};
 use serde::{Deserialize, Serialize};
 
 use super::predictions::{PREDICTIONS_SCHEMA, PredictionsRecord};
@@ -151,11 +153,16 @@ impl Report {
     /// Reads a report from its JSON text and checks it ([`Report::check`]); `what` names the
     /// file in errors. A report of a newer schema is refused.
     pub fn parse(text: &str, what: &str) -> Result<Report> {
-        let report: Report = serde_json::from_str(text).map_err(|e| CoreError::Report {
+        let mut report: Report = serde_json::from_str(text).map_err(|e| CoreError::Report {
             what: what.to_owned(),
             message: e.to_string(),
         })?;
         report.check(what)?;
+        // Derived like the summaries' statistics: recomputed from the per-class accuracies, so
+        // that a file cannot carry a worst 20 % that disagrees with them.
+        report.robust_worst_20_percent =
+            ClassAccuracy::from_values(report.robust.per_class.clone())?
+                .worst_fraction_mean(0.2)?;
         Ok(report)
     }
 
