@@ -519,6 +519,18 @@ fn frl_updates_from_epoch_begin_minus_one() {
         &[0.995, 1.005],
         "after epoch 2",
     );
+    // α₁'s halving counts FRL's own epochs from `begin` (frlrw.py's `now_epoch` starts at 1 on
+    // the hot start): with halve_every = 2 the first update still has the whole α₁ = 0.05 (the
+    // same weights), where counting from the run's epoch 0 (epoch 4) would give α₁/4.
+    let mut halving = RuleConfig::Frl(FrlSettings::reweight_remargin(3, 2))
+        .build(ctx())
+        .unwrap();
+    halving.observe(2, &errors_stats()).unwrap();
+    assert_all_close(
+        &halving.plan(3).unwrap().natural_weight,
+        &[0.995, 1.005],
+        "first FRL epoch, halve_every = 2",
+    );
 }
 
 #[test]

@@ -29,7 +29,7 @@ pub struct FrlSettings {
     pub lim: f64,
     #[serde(default = "frl_3")]
     pub eps_multiplier_max: f64,
-    /// α₁ halves every `halve_every` epochs.
+    /// α₁ halves every `halve_every` FRL epochs, counted from `begin`.
     pub halve_every: usize,
     /// First 0-based epoch trained with FRL weights (the epochs before are plain TRADES). With
     /// 0 (the default), the multipliers of epoch 0 come from the initial model's validation
@@ -163,8 +163,11 @@ impl Frl {
             self.config.tau1,
             self.config.tau2,
         )?;
-        // The rate in force for (1-based) training epoch next + 1.
-        let rate = frl_rate1(self.config.alpha1, next + 1, self.config.halve_every)?;
+        // The rate in force for FRL's (1-based) epoch next − begin + 1: the code counts its
+        // epochs from its hot start (`now_epoch` from 1 in `hannxu123/fair_robust:frlrw.py`),
+        // not from the run's first TRADES epoch.
+        let frl_epoch = next + 1 - self.settings.begin;
+        let rate = frl_rate1(self.config.alpha1, frl_epoch, self.config.halve_every)?;
         self.multipliers = frl_update(&self.config, &self.multipliers, &g0, &g1, rate)?;
         Ok(())
     }
