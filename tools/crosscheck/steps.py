@@ -24,6 +24,7 @@ correct implementations. Exit status: 0 when every row passes, 1 otherwise.
 
 import argparse
 import datetime
+import glob
 import json
 import os
 import shlex
@@ -46,7 +47,7 @@ DEFAULTS = {"method.attack_train_mode": False, "method.second_clean_forward": Fa
             "method.tau_schedule": [], "method.scaling": "reference",
             "rule.normalization": "code", "rule.loss_scale": "class-mean-one",
             "settings.normalization": "code", "settings.loss_scale": "class-mean-one",
-            "settings.eps_multiplier_max": 3.0, "settings.begin": 0}
+            "settings.eps_multiplier_max": 3.0}
 
 
 # ---------------------------------------------------------------- reading
@@ -369,6 +370,33 @@ def markdown(results, command, tol):
     return "\n".join(lines) + "\n"
 
 
+def short_files(files, outputs=()):
+    """``DIR/*`` when it selects exactly ``files``, in their order (the shell's expansion of
+    ``*``: every name in DIR not starting with a dot, sorted as in the C locale), and would
+    still after this run (no output written into DIR); else None."""
+    dirs = {os.path.dirname(f) for f in files}
+    if len(dirs) != 1:
+        return None
+    d = dirs.pop()
+    if any(os.path.dirname(os.path.abspath(o)) == os.path.abspath(d or ".") for o in outputs if o):
+        return None
+    if files != sorted(glob.glob(os.path.join(glob.escape(d), "*"))):
+        return None
+    return (shlex.quote(d) + "/*") if d else "*"
+
+
+def command_args(argv, files, outputs=()):
+    """The arguments as given, the run of ``files`` among them in its short form where there
+    is one (``short_files``)."""
+    quoted = [shlex.quote(a) for a in argv]
+    short, n = short_files(files, outputs), len(files)
+    if short is not None:
+        for i in range(len(argv) - n + 1):
+            if argv[i:i + n] == files:
+                return quoted[:i] + [short] + quoted[i + n:]
+    return quoted
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", help="step files (.safetensors) and rule files (.json)")
@@ -378,7 +406,9 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    command = "python tools/crosscheck/steps.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    command = "python tools/crosscheck/steps.py " + " ".join(
+        command_args(argv if argv is not None else sys.argv[1:], args.files,
+                     (args.markdown, args.json)))
     results = [check_file(f, args.tol) for f in args.files]
     text = markdown(results, command, args.tol)
     print(text, end="")
