@@ -302,14 +302,10 @@ fn draws(method: &Method, x: &Tensor, steps: Option<&Tensor>) -> Result<Vec<(Str
     }))
 }
 
-/// An attack's unscaled start draw: U(−1, 1) for a uniform start, N(0, 1) for a normal one
-/// (`Ascent::start`); zeros, drawing nothing, without a start.
+/// An attack's unscaled start draw, the attack's own ([`Start::draw`]); zeros, drawing
+/// nothing, without a start.
 fn start_draw(start: Start, x: &Tensor) -> Tensor {
-    match start {
-        Start::Uniform => x.rand_like() * 2.0 - 1.0,
-        Start::Normal { .. } => x.randn_like(),
-        Start::None => x.zeros_like(),
-    }
+    start.draw(x).unwrap_or_else(|| x.zeros_like())
 }
 
 /// Per class: the batch's samples with `predicted` = y, and all of them.

@@ -27,6 +27,19 @@ pub enum Start {
     Normal { std: f64 },
 }
 
+impl Start {
+    /// The start's unscaled random draw for a batch shaped like `x`: U(−1, 1) (`rand·2 − 1`)
+    /// for a uniform start, N(0, 1) for a normal one, `None` without a start.
+    /// [`Ascent::start`] scales it; the step cross-check records it (`draw.start`).
+    pub fn draw(self, x: &Tensor) -> Option<Tensor> {
+        match self {
+            Start::None => None,
+            Start::Uniform => Some(x.rand_like() * 2.0 - 1.0),
+            Start::Normal { .. } => Some(x.randn_like()),
+        }
+    }
+}
+
 /// The step size α_i.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "value")]
@@ -182,16 +195,13 @@ impl<'a> Ascent<'a> {
         })
     }
 
-    /// The start point.
+    /// The start point: x, Clip01(x + ε_i·u) or x + std·n, from [`Start::draw`].
     pub fn start(&self, start: Start) -> Tensor {
         let x = self.input.x;
-        match start {
-            Start::None => x.copy(),
-            Start::Uniform => {
-                let u = x.rand_like() * 2.0 - 1.0;
-                (x + u * &self.eps).clamp(0.0, 1.0)
-            }
-            Start::Normal { std } => x + x.randn_like() * std,
+        match (start, start.draw(x)) {
+            (Start::Uniform, Some(u)) => (x + u * &self.eps).clamp(0.0, 1.0),
+            (Start::Normal { std }, Some(n)) => x + n * std,
+            _ => x.copy(),
         }
     }
 
