@@ -1,7 +1,8 @@
 //! The course book (`docs/book`) cannot go stale:
 //! - every entry of its equation index names a function and a test that exist;
 //! - every `classwise` command in its pages runs, in the order of the page, in a fresh
-//!   directory per page. It holds copies of `configs/` and `sweeps/`, and a data directory with
+//!   directory per page. It holds copies of `configs/` and `sweeps/`, the committed
+//!   `results/` (linked), and a data directory with
 //!   the real Fashion-MNIST (and a tiny CIFAR-10 in its real format for a page that asks for
 //!   it). Long commands run with the short settings their page marks: `<!-- short: ARGS -->` on
 //!   the line before a ```` ```console ```` block appends ARGS to each of its commands.
@@ -211,10 +212,12 @@ fn commands(markdown: &str) -> Result<Vec<BookCommand>, String> {
 /// `classwise doctor` rightly calls a CIFAR-10 of the wrong size damaged.
 const TINY_CIFAR10: &str = "<!-- test-data: tiny-cifar10 -->";
 
-/// The directory a page's commands run in: copies of `configs/` and `sweeps/*.toml`, and
-/// `data/` with the real Fashion-MNIST and, if `cifar`, a tiny CIFAR-10.
+/// The directory a page's commands run in: copies of `configs/` and `sweeps/*.toml`, the
+/// committed `results/` (a link: the commands only read it), and `data/` with the real
+/// Fashion-MNIST and, if `cifar`, a tiny CIFAR-10.
 fn workspace(tmp: &Path, cifar: bool) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::os::unix::fs::symlink(root.join("results"), tmp.join("results")).unwrap();
     for dir in ["configs", "sweeps"] {
         std::fs::create_dir_all(tmp.join(dir)).unwrap();
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
@@ -370,7 +373,7 @@ fn wait_for_sweep(dir: &Path, data: &Path) {
 
 /// Pages whose commands the tests below run; a page with commands that is not here fails
 /// [`every_page_with_commands_is_run`].
-const RUN: [&str; 17] = [
+const RUN: [&str; 18] = [
     "introduction.md",
     "ch1-phenomenon.md",
     "ch2-binary-model.md",
@@ -388,6 +391,7 @@ const RUN: [&str; 17] = [
     "guide-compare.md",
     "guide-theory-toy.md",
     "guide-performance.md",
+    "ch8-evidence.md",
 ];
 
 #[test]
@@ -507,4 +511,10 @@ fn commands_of_the_theory_and_toy_guide_run() {
 #[test]
 fn commands_of_the_performance_guide_run() {
     run_page(RUN[16]);
+}
+
+/// Chapter 8 compares the committed records of the study (`results/`, linked).
+#[test]
+fn commands_of_chapter_8_run() {
+    run_page(RUN[17]);
 }

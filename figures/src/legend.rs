@@ -110,6 +110,49 @@ pub fn split<DB: DrawingBackend>(
     area.split_vertically(h.saturating_sub(strip_height(rows)))
 }
 
+/// The width of an entry drawn in `area`: glyph, gap and label.
+fn entry_width<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, e: &Entry) -> i32 {
+    let (tw, _) = area
+        .estimate_text_size(&e.label, &style::legend_font())
+        .unwrap_or((8 * e.label.len() as u32, 18));
+    GLYPH + GAP + tw as i32
+}
+
+/// `rows` with every row that is wider than `area` broken into rows that fit, in order: a
+/// legend of many methods with long names stays inside the figure. Each row of `rows` is
+/// broken on its own; when several are broken, their pieces alternate (the first piece of
+/// each row, then the second of each, …), so entries that were above one another stay close.
+pub fn wrap<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    rows: Vec<Vec<Entry>>,
+) -> Vec<Vec<Entry>> {
+    // The frame's margins and the entries' gaps (draw_rows).
+    let room = area.dim_in_pixel().0 as i32 - 2 * 14 - 8;
+    let pieces: Vec<Vec<Vec<Entry>>> = rows
+        .into_iter()
+        .map(|row| {
+            let mut out: Vec<Vec<Entry>> = vec![Vec::new()];
+            let mut used = 0;
+            for e in row {
+                let w = entry_width(area, &e);
+                let last = out.last_mut().expect("one row at least");
+                if !last.is_empty() && used + ENTRY_GAP + w > room {
+                    out.push(vec![e]);
+                    used = w;
+                } else {
+                    used += if last.is_empty() { w } else { ENTRY_GAP + w };
+                    out.last_mut().expect("one row at least").push(e);
+                }
+            }
+            out
+        })
+        .collect();
+    let most = pieces.iter().map(Vec::len).max().unwrap_or(0);
+    (0..most)
+        .flat_map(|i| pieces.iter().filter_map(move |p| p.get(i).cloned()))
+        .collect()
+}
+
 /// Draws `rows` (each a list of entries) centred in `strip`, with a light frame.
 pub fn draw_rows<DB: DrawingBackend>(
     strip: &DrawingArea<DB, Shift>,
@@ -119,16 +162,7 @@ pub fn draw_rows<DB: DrawingBackend>(
     let (w, _) = strip.dim_in_pixel();
     let widths: Vec<Vec<i32>> = rows
         .iter()
-        .map(|row| {
-            row.iter()
-                .map(|e| {
-                    let (tw, _) = strip
-                        .estimate_text_size(&e.label, &font)
-                        .unwrap_or((8 * e.label.len() as u32, 18));
-                    GLYPH + GAP + tw as i32
-                })
-                .collect()
-        })
+        .map(|row| row.iter().map(|e| entry_width(strip, e)).collect())
         .collect();
     let total = |ws: &[i32]| ws.iter().sum::<i32>() + ENTRY_GAP * (ws.len() as i32 - 1).max(0);
     let widest = widths.iter().map(|ws| total(ws)).max().unwrap_or(0);

@@ -1124,6 +1124,11 @@ fn claims_are_decided_by_paired_seeds() {
             std::fs::create_dir_all(&dir).unwrap();
             let robust = [0.8, 0.7, 0.6, worst[seed]];
             std::fs::write(dir.join("report.json"), report(PGD, [0.9; 4], robust, None)).unwrap();
+            // A FAWA model in two of A's runs (the third one's FAWA accepted no epoch).
+            if group == "A" && seed != 2 {
+                let fawa = report(PGD, [0.9; 4], robust, None);
+                std::fs::write(dir.join("report-fawa.json"), fawa).unwrap();
+            }
             inputs.push(RunInput {
                 dir,
                 group: group.into(),
@@ -1248,6 +1253,17 @@ sign = "-"
         paired.undecided[0].reason
     );
     assert!(err(&one("A", "robust_best")).contains("robust_gap:CLASS"));
+    // A model that is not in every run of the group leaves the claim undecided; a model name
+    // that does not exist is an error.
+    let fawa = one("A", "robust_worst").replace("\"last\"", "\"fawa\"");
+    let mixed = file(&format!("{}{fawa}", one("A", "robust_worst"))).unwrap();
+    let mixed = mixed.decide(&c).unwrap();
+    assert_eq!(
+        mixed.undecided[0].reason,
+        "`fawa` is not in every run of A (compare.md's notes say in how many)"
+    );
+    let typo = one("A", "robust_worst").replace("\"last\"", "\"faw\"");
+    assert!(err(&typo).contains("no such model"), "{}", err(&typo));
     assert!(err(&one("A", "robust:e")).contains("a class of"));
     let e = file("").unwrap_err().to_string();
     assert!(e.contains("claims.toml"), "{e}");

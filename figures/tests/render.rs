@@ -136,3 +136,42 @@ fn figure_1b_plots_the_closed_forms() {
     let markers = String::from_utf8(tables[1].to_csv().unwrap()).unwrap();
     assert!(markers.starts_with("class,w_star\n+1,1.30"), "{markers}");
 }
+
+/// A legend row wider than the figure is broken into rows that fit, in order, and two broken
+/// rows alternate piece by piece.
+#[test]
+fn legend_rows_wrap_to_the_width() {
+    use classwise_figures::legend::{Entry, wrap};
+    use plotters::prelude::*;
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, (600, 100)).into_drawing_area();
+    let row = |tag: &str| -> Vec<Entry> {
+        (0..6)
+            .map(|i| Entry::boxed(RGBColor(0, 0, 0), format!("{tag} method number {i}")))
+            .collect()
+    };
+    let labels = |rows: &[Vec<Entry>]| -> Vec<Vec<String>> {
+        rows.iter()
+            .map(|r| r.iter().map(|e| e.label.clone()).collect())
+            .collect()
+    };
+    // One short row fits as it is.
+    let short = vec![row("a")[..1].to_vec()];
+    assert_eq!(labels(&wrap(&root, short.clone())), labels(&short));
+    // Six long labels do not fit in 600 pixels: several rows, every entry once, in order.
+    let wrapped = wrap(&root, vec![row("a")]);
+    assert!(wrapped.len() > 1, "{:?}", labels(&wrapped));
+    let flat: Vec<String> = labels(&wrapped).concat();
+    assert_eq!(flat, labels(&[row("a")]).concat());
+    // Two rows: the pieces alternate, a's first piece, b's first piece, a's second, …
+    let two = wrap(&root, vec![row("a"), row("b")]);
+    assert_eq!(two.len(), 2 * wrapped.len());
+    for (i, r) in two.iter().enumerate() {
+        let tag = if i % 2 == 0 { "a" } else { "b" };
+        assert!(
+            r.iter().all(|e| e.label.starts_with(tag)),
+            "{:?}",
+            labels(&two)
+        );
+    }
+}

@@ -7,6 +7,9 @@
 //!   Fashion-MNIST);
 //! - `generated/verify-checks.md`, `generated/verify-errata.md`: the tables of
 //!   `classwise theory verify --json`;
+//! - `study/<table>/`: `classwise compare` on each committed table of the Fashion-MNIST study
+//!   (`results/fmnist/<table>`, with `--claims results/fmnist/claims.toml`), and
+//!   `generated/study-<table>-claims.md`, its claims as the chapter includes them;
 //! - `katex/`: KaTeX's stylesheet and fonts, so that the formulas, rendered to HTML at build
 //!   time by mdbook-katex, display without any network.
 //!
@@ -272,6 +275,7 @@ pub fn build(tools: &Tools, classwise: &Path, p: &BookPaths) -> anyhow::Result<(
     )?;
     let generated = src.join("generated");
     std::fs::create_dir_all(&generated)?;
+    study(classwise, &src)?;
     let verify = Command::new(classwise)
         .args(["theory", "verify", "--json"])
         .output()
@@ -305,9 +309,57 @@ pub fn build(tools: &Tools, classwise: &Path, p: &BookPaths) -> anyhow::Result<(
     Ok(())
 }
 
-fn run_classwise(classwise: &Path, args: &[&str], paths: &[&Path]) -> anyhow::Result<()> {
+/// The study's tables whose claims `results/fmnist/claims.toml` holds, in the chapter's order.
+pub const STUDY_TABLES: [&str; 4] = ["cfa", "wat", "tian", "bat"];
+
+/// `classwise compare` (run in the repository's root) on each committed table of the Fashion-MNIST study into
+/// `src/study/<table>/`, and its claims (the title dropped, the sections one level lower)
+/// into `src/generated/study-<table>-claims.md`. A table not yet committed is skipped: the
+/// chapter names only committed ones, and mdBook fails on a missing include.
+fn study(classwise: &Path, src: &Path) -> anyhow::Result<()> {
+    // Relative to the repository's root, where `classwise` runs: the outputs name their
+    // inputs as the committed ones do.
+    let results = Path::new("results").join("fmnist");
+    let claims = results.join("claims.toml");
+    for table in STUDY_TABLES {
+        let records = results.join(table);
+        if !paths::repo_root()
+            .join(&records)
+            .join("manifest.json")
+            .is_file()
+        {
+            continue;
+        }
+        let out = src.join("study").join(table);
+        run_classwise(
+            classwise,
+            &["compare"],
+            &[
+                &records,
+                Path::new("--out"),
+                &out,
+                Path::new("--claims"),
+                &claims,
+            ],
+        )?;
+        let text = std::fs::read_to_string(out.join("claims.md"))?;
+        let body: Vec<String> = (text.lines().skip(1))
+            .map(|l| match l.strip_prefix("## ") {
+                Some(rest) => format!("#### {rest}"),
+                None => l.to_owned(),
+            })
+            .collect();
+        let page = src
+            .join("generated")
+            .join(format!("study-{table}-claims.md"));
+        std::fs::write(page, body.join("\n") + "\n")?;
+    }
+    Ok(())
+}
+
+fn run_classwise(classwise: &Path, args: &[&str], files: &[&Path]) -> anyhow::Result<()> {
     let mut cmd = Command::new(classwise);
-    cmd.args(args).args(paths);
+    cmd.args(args).args(files).current_dir(paths::repo_root());
     eprintln!("  {cmd:?}");
     let out = cmd
         .output()

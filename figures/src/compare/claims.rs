@@ -24,10 +24,11 @@
 //! refused, naming the groups compared.
 
 use classwise_core::aggregate::{MeanStd, Paired, Sign};
+use classwise_core::record::REPORT_FILES;
 use serde::{Deserialize, Serialize};
 
 use super::load::AttackKey;
-use super::stats::{Comparison, RunMetrics, SCALARS, Stats};
+use super::stats::{Comparison, RunMetrics, SCALARS};
 use crate::error::{Result, invalid};
 
 /// The 95 % intervals of the ledger.
@@ -160,9 +161,15 @@ fn decide(
     key: &AttackKey,
     claim: &Claim,
 ) -> Result<std::result::Result<Decided, String>> {
-    let mut a = per_seed(c, key, &claim.a, &claim.metric, &claim.id)?;
+    let mut a = match per_seed(c, key, &claim.a, &claim.metric, &claim.id)? {
+        Ok(a) => a,
+        Err(reason) => return Ok(Err(reason)),
+    };
     let mut b = match &claim.b {
-        Some(side) => per_seed(c, key, side, &claim.metric, &claim.id)?,
+        Some(side) => match per_seed(c, key, side, &claim.metric, &claim.id)? {
+            Ok(b) => b,
+            Err(reason) => return Ok(Err(reason)),
+        },
         None => a.iter().map(|(s, _)| (*s, 0.0)).collect(),
     };
     a.retain(|(s, _)| b.iter().any(|(t, _)| t == s));
@@ -184,14 +191,16 @@ fn decide(
     }))
 }
 
-/// The metric of each run of `side`, by seed, sorted by seed.
+/// The metric of each run of `side`, by seed, sorted by seed; `Ok(Err(reason))` when the
+/// model is not in every run of the group (a FAWA that accepted no epoch holds no model), so
+/// compare has no statistics of it.
 fn per_seed(
     c: &Comparison,
     key: &AttackKey,
     side: &Side,
     metric: &str,
     id: &str,
-) -> Result<Vec<(u64, f64)>> {
+) -> Result<std::result::Result<Vec<(u64, f64)>, String>> {
     let what = || format!("claim {id}: {} ({})", side.group, side.model);
     let group = c
         .groups
@@ -205,20 +214,27 @@ fn per_seed(
                 format!("one of {}", names.join(", ")),
             )
         })?;
-    let stats: &Stats = group.get(&side.model, key).ok_or_else(|| {
-        invalid(
+    let Some(stats) = group.get(&side.model, key) else {
+        if REPORT_FILES.iter().any(|(m, _)| *m == side.model) {
+            return Ok(Err(format!(
+                "`{}` is not in every run of {} (compare.md's notes say in how many)",
+                side.model, side.group
+            )));
+        }
+        let models: Vec<&str> = REPORT_FILES.iter().map(|(m, _)| *m).collect();
+        return Err(invalid(
             what(),
             "no such model",
-            format!("a model evaluated under {}", key.describe()),
-        )
-    })?;
+            format!("one of {}", models.join(", ")),
+        ));
+    };
     let mut out = Vec::new();
     for (seed, run) in group.seeds.iter().zip(&stats.per_run) {
         let seed = seed.ok_or_else(|| invalid(what(), "a run without a seed", "seeded runs"))?;
         out.push((seed, value(run, metric, &group.class_names, id)?));
     }
     out.sort_by_key(|(s, _)| *s);
-    Ok(out)
+    Ok(Ok(out))
 }
 
 /// `metric` of one run's report.

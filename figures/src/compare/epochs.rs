@@ -451,6 +451,11 @@ fn same_for_every_class(values: &[Vec<f64>]) -> bool {
         .all(|v| v.iter().all(|x| Some(x) == v.first()))
 }
 
+/// Whether a per-class quantity is 0 in every class and epoch.
+fn all_zero(values: &[Vec<f64>]) -> bool {
+    values.iter().flatten().all(|x| *x == 0.0)
+}
+
 /// Whether a per-class quantity differs between classes or epochs.
 fn varies(values: &[Vec<f64>]) -> bool {
     let first = values.first().and_then(|v| v.first()).copied();
@@ -469,10 +474,14 @@ impl PerClassOverEpochs {
         let mut parts: Vec<usize> = Vec::new();
         let mut class_names = Vec::new();
         for (name, run, log) in first_logs(c, runs) {
-            let values: Vec<Option<Vec<Vec<f64>>>> = view
-                .quantities
-                .iter()
-                .map(|q| log.epochs.iter().map(|e| (q.pick)(e).cloned()).collect())
+            // A quantity other than the anchor that is 0 in every class and epoch is one the
+            // method has not (the β of PGD-AT's and FAT's plans): no panel.
+            let values: Vec<Option<Vec<Vec<f64>>>> = (view.quantities.iter().enumerate())
+                .map(|(i, q)| {
+                    let v: Option<Vec<Vec<f64>>> =
+                        log.epochs.iter().map(|e| (q.pick)(e).cloned()).collect();
+                    v.filter(|v| i == view.anchor || !all_zero(v))
+                })
                 .collect();
             let drawn: Vec<usize> = (0..values.len())
                 .filter(|&i| {

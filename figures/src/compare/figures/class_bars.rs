@@ -147,7 +147,8 @@ impl Figure for ClassBars {
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        let (plot, strip) = legend::split(area, 1);
+        let rows = legend::wrap(area, vec![method_entries(&self.0.methods)]);
+        let (plot, strip) = legend::split(area, rows.len());
         let axis = self.y_range();
         let caption = format!(
             "{}{}; worst class of the means outlined",
@@ -165,6 +166,6 @@ impl Figure for ClassBars {
             },
             &self.series(),
         )?;
-        legend::draw_rows(&strip, &[method_entries(&self.0.methods)])
+        legend::draw_rows(&strip, &rows)
     }
 }

@@ -137,7 +137,8 @@ impl Figure for ErrorBars {
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        let (plot, strip) = legend::split(area, 2);
+        let rows = legend::wrap(area, self.legend_rows().into());
+        let (plot, strip) = legend::split(area, rows.len());
         bars::draw_grouped(
             &plot,
             &BarLayout {
@@ -153,6 +154,6 @@ impl Figure for ErrorBars {
             },
             &self.series(),
         )?;
-        legend::draw_rows(&strip, &self.legend_rows())
+        legend::draw_rows(&strip, &rows)
     }
 }

@@ -87,7 +87,8 @@ impl Figure for Radar {
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        let (plot, strip) = legend::split(area, 1);
+        let rows = legend::wrap(area, vec![method_entries(&self.0.methods)]);
+        let (plot, strip) = legend::split(area, rows.len());
         let outer = self.outer();
         let plot = caption::draw(
             &plot,
@@ -106,7 +107,7 @@ impl Figure for Radar {
             let values: Vec<f64> = m.stats.robust_per_class.iter().map(|x| x.mean).collect();
             draw_polygon(&plot, &wheel, &values, style::color(i))?;
         }
-        legend::draw_rows(&strip, &[method_entries(&self.0.methods)])
+        legend::draw_rows(&strip, &rows)
     }
 }
 
