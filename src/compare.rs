@@ -238,7 +238,7 @@ fn write_claims(
     let mut json = serde_json::Map::new();
     for counting in RobustCounting::ALL {
         let c = Comparison::new(results, baseline, Some(counting))?;
-        let decided = file.decide(&c)?;
+        let decided = file.decide(&c, results)?;
         markdown.push_str(&format!(
             "\n## {}\n\n{}",
             counting.name(),

@@ -982,6 +982,20 @@ fn homing_counts_the_errors_that_retraining_without_their_class_fixes() {
     );
     assert_eq!(cells("2", "3")[5], "NaN");
     let c = Comparison::new(&results, None, None).unwrap();
+    // The same cell for one seed at a time, as a claim reads it: of class a's images the full
+    // model sends to b (5-8 in both seeds), 2 and 3 home without b, none without a (a control).
+    let claims = classwise_figures::compare::claims::ClaimsFile::parse(
+        &format!(
+            "attack = \"{PGD}\"\neps = \"0.1\"\n[[claim]]\nid = \"home\"\nmetric = \"homing:a->b\"\nsign = \"+\"\na = {{ group = \"p/data.drop_classes=[1]\", model = \"last\" }}\nb = {{ group = \"p/data.drop_classes=[0]\", model = \"last\" }}\n"
+        ),
+        "claims.toml",
+    )
+    .unwrap();
+    let home = &claims.decide(&c, &results).unwrap().decided[0];
+    assert_eq!(home.seeds, [0, 1]);
+    for (d, want) in home.paired.differences.iter().zip([0.5, 0.75]) {
+        close(*d, want);
+    }
     let out = tmp.path().join("out");
     let (rendered, _) = render_all(&c, &results, "last", &out).unwrap();
     let r = rendered.iter().find(|r| r.id == "compare-homing").unwrap();
@@ -1180,7 +1194,7 @@ sign = "-"
 "#,
     )
     .unwrap();
-    let decisions = claims.decide(&c).unwrap();
+    let decisions = claims.decide(&c, &results).unwrap();
     assert!(decisions.undecided.is_empty());
     let decided = &decisions.decided;
     // d = 0.2, 0.15, 0.2: mean 0.18333, s = 0.028868, half-width 4.302653 · s / √3 = 0.071711.
@@ -1210,7 +1224,13 @@ sign = "-"
     );
 
     // Bad claims name what is wrong.
-    let err = |claims: &str| file(claims).unwrap().decide(&c).unwrap_err().to_string();
+    let err = |claims: &str| {
+        file(claims)
+            .unwrap()
+            .decide(&c, &results)
+            .unwrap_err()
+            .to_string()
+    };
     let one = |group: &str, metric: &str| {
         format!(
             "[[claim]]\nid = \"x\"\na = {{ group = \"{group}\", model = \"last\" }}\nmetric = \"{metric}\"\nsign = \"+\"\n"
@@ -1224,7 +1244,7 @@ sign = "-"
         one("A", "robust_worst"),
         one("C", "robust_worst")
     ));
-    let partial = partial.unwrap().decide(&c).unwrap();
+    let partial = partial.unwrap().decide(&c, &results).unwrap();
     assert_eq!(partial.decided.len(), 1);
     assert_eq!(partial.undecided[0].reason, "not compared: C");
     let md = classwise_figures::compare::claims::markdown(&partial, "adversarial-only");
@@ -1241,7 +1261,7 @@ sign = "-"
     };
     let paired = file(&format!("{}{}", two("D"), two("E")))
         .unwrap()
-        .decide(&c)
+        .decide(&c, &results)
         .unwrap();
     assert_eq!(paired.decided[0].seeds, [1, 2]);
     for (d, want) in paired.decided[0].paired.differences.iter().zip([0.1, 0.1]) {
@@ -1257,11 +1277,14 @@ sign = "-"
     // that does not exist is an error.
     let fawa = one("A", "robust_worst").replace("\"last\"", "\"fawa\"");
     let mixed = file(&format!("{}{fawa}", one("A", "robust_worst"))).unwrap();
-    let mixed = mixed.decide(&c).unwrap();
+    let mixed = mixed.decide(&c, &results).unwrap();
     assert_eq!(
         mixed.undecided[0].reason,
         "`fawa` is not in every run of A (compare.md's notes say in how many)"
     );
+    // A claim's own evaluation, when the comparison has none such, is an error naming it.
+    let other = format!("{}attack = \"fgsm\"\n", one("A", "robust_worst"));
+    assert!(err(&other).contains("claim x: attack"), "{}", err(&other));
     let typo = one("A", "robust_worst").replace("\"last\"", "\"faw\"");
     assert!(err(&typo).contains("no such model"), "{}", err(&typo));
     assert!(err(&one("A", "robust:e")).contains("a class of"));

@@ -14,10 +14,13 @@
 //! b = { group = "fmnist-at/cfa-table1", model = "last" }
 //! metric = "robust_worst"       # a scalar of compare (SCALARS), or robust:CLASS,
 //! sign = "+"                    # clean:CLASS, robust_gap:CLASS (CLASS minus the lowest other)
+//! # attack = "…", eps = "…"     # optional: this claim's evaluation, when not the file's
 //! ```
 //!
 //! Without `b`, a claim is on A alone: d_s = Q(A, s), e.g. "Shirt is the least robust class"
-//! as `robust_gap:Shirt` with sign `-`.
+//! as `robust_gap:Shirt` with sign `-`. `homing:I->J` is, for runs trained without some class,
+//! the share of the class-I test images that the full run of the same configuration and seed
+//! sends to J under attack which are robust for the run ([`homing_share`], Tian et al. §6.1).
 //!
 //! A claim naming a group absent from the comparison is listed as not decided (a ledger is
 //! decided table by table as its runs finish); a file none of whose claims can be decided is
@@ -27,7 +30,8 @@ use classwise_core::aggregate::{MeanStd, Paired, Sign};
 use classwise_core::record::REPORT_FILES;
 use serde::{Deserialize, Serialize};
 
-use super::load::AttackKey;
+use super::homing::homing_share;
+use super::load::{AttackKey, RunResults};
 use super::stats::{Comparison, RunMetrics, SCALARS};
 use crate::error::{Result, invalid};
 
@@ -56,6 +60,11 @@ pub struct Claim {
     pub b: Option<Side>,
     pub metric: String,
     pub sign: Sign,
+    /// The evaluation to read, when not the file's (`attack`, `eps` as the reports name them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eps: Option<String>,
 }
 
 /// A group and the model of its runs a claim reads.
@@ -106,21 +115,27 @@ impl ClaimsFile {
         Ok(file)
     }
 
-    /// Decides every claim whose groups `c` has on its evaluation of this file's attack at its
-    /// ε; the others are listed undecided. Refused when no claim can be decided.
-    pub fn decide(&self, c: &Comparison) -> Result<Decisions> {
-        let key = c
-            .keys
+    /// The evaluation `claim` is read from: its own `attack`/`eps`, else the file's.
+    fn key<'c>(&self, c: &'c Comparison, claim: &Claim) -> Result<&'c AttackKey> {
+        let attack = claim.attack.as_deref().unwrap_or(&self.attack);
+        let eps = claim.eps.as_deref().unwrap_or(&self.eps);
+        c.keys
             .iter()
-            .find(|k| k.attack == self.attack && k.eps == self.eps)
+            .find(|k| k.attack == attack && k.eps == eps)
             .ok_or_else(|| {
                 let keys: Vec<String> = c.keys.iter().map(AttackKey::describe).collect();
                 invalid(
-                    "attack",
-                    format!("{} at ε = {}", self.attack, self.eps),
+                    format!("claim {}: attack", claim.id),
+                    format!("{attack} at ε = {eps}"),
                     format!("one of the evaluations compared: {}", keys.join("; ")),
                 )
-            })?;
+            })
+    }
+
+    /// Decides every claim whose groups `c` has, on its evaluation (`runs`, those `c` was made
+    /// of, for the homing metric); the others are listed undecided. Refused when no claim can
+    /// be decided.
+    pub fn decide(&self, c: &Comparison, runs: &[RunResults]) -> Result<Decisions> {
         let mut out = Decisions {
             decided: Vec::new(),
             undecided: Vec::new(),
@@ -131,7 +146,7 @@ impl ClaimsFile {
                 .map(|side| side.group.clone())
                 .collect();
             let decided = match absent.is_empty() {
-                true => decide(c, key, claim)?,
+                true => decide(c, runs, self.key(c, claim)?, claim)?,
                 false => Err(format!("not compared: {}", absent.join(", "))),
             };
             match decided {
@@ -158,15 +173,20 @@ impl ClaimsFile {
 /// fewer): `Ok(Err(reason))` when fewer than two are paired.
 fn decide(
     c: &Comparison,
+    runs: &[RunResults],
     key: &AttackKey,
     claim: &Claim,
 ) -> Result<std::result::Result<Decided, String>> {
-    let mut a = match per_seed(c, key, &claim.a, &claim.metric, &claim.id)? {
+    let read = |side: &Side| match claim.metric.strip_prefix("homing:") {
+        Some(pair) => homing_per_seed(c, runs, side, pair, &claim.id),
+        None => per_seed(c, key, side, &claim.metric, &claim.id),
+    };
+    let mut a = match read(&claim.a)? {
         Ok(a) => a,
         Err(reason) => return Ok(Err(reason)),
     };
     let mut b = match &claim.b {
-        Some(side) => match per_seed(c, key, side, &claim.metric, &claim.id)? {
+        Some(side) => match read(side)? {
             Ok(b) => b,
             Err(reason) => return Ok(Err(reason)),
         },
@@ -232,6 +252,50 @@ fn per_seed(
     for (seed, run) in group.seeds.iter().zip(&stats.per_run) {
         let seed = seed.ok_or_else(|| invalid(what(), "a run without a seed", "seeded runs"))?;
         out.push((seed, value(run, metric, &group.class_names, id)?));
+    }
+    out.sort_by_key(|(s, _)| *s);
+    Ok(Ok(out))
+}
+
+/// `homing:I->J` of each run of `side`, by seed (see the module docs); `Ok(Err(reason))` for
+/// a run whose full run is missing or sends no class-I image to J.
+fn homing_per_seed(
+    c: &Comparison,
+    runs: &[RunResults],
+    side: &Side,
+    pair: &str,
+    id: &str,
+) -> Result<std::result::Result<Vec<(u64, f64)>, String>> {
+    let classes = c.class_names();
+    let index = |name: &str| classes.iter().position(|n| n == name);
+    let Some((i, j)) = pair
+        .split_once("->")
+        .and_then(|(i, j)| Some((index(i)?, index(j)?)))
+    else {
+        return Err(invalid(
+            format!("claim {id}: metric"),
+            format!("homing:{pair}"),
+            format!("homing:I->J with I and J classes of {classes:?}"),
+        ));
+    };
+    let mut out = Vec::new();
+    for r in runs.iter().filter(|r| r.input.group == side.group) {
+        let Some(seed) = r.input.seed else {
+            return Err(invalid(
+                side.group.clone(),
+                "a run without a seed",
+                "seeded runs",
+            ));
+        };
+        match homing_share(runs, r, &side.model, (i, j))? {
+            Some(share) => out.push((seed, share)),
+            None => {
+                return Ok(Err(format!(
+                    "seed {seed} of {}: no full run with predictions of `{}` that sends a {}                      image to {}",
+                    side.group, side.model, classes[i], classes[j]
+                )));
+            }
+        }
     }
     out.sort_by_key(|(s, _)| *s);
     Ok(Ok(out))

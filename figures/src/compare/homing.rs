@@ -154,6 +154,41 @@ fn panel(runs: &[RunResults], base: String, model: &str, k: usize) -> Result<Opt
     }))
 }
 
+/// For the run `retrained` (trained without some classes): of the class-`i` test images that
+/// the full run of its configuration and seed sends to class `j` under attack, the share that
+/// are robust for `retrained` (a cell of H over M of Fig. 4, for one seed; Tian et al. §6.1
+/// "119 of 200 examples will home"). `Ok(None)` when there is no such full run with predictions
+/// of `model`, or it sends no class-`i` image to `j`.
+pub fn homing_share(
+    runs: &[RunResults],
+    retrained: &RunResults,
+    model: &str,
+    (i, j): (usize, usize),
+) -> Result<Option<f64>> {
+    let Some(r) = with_predictions(retrained, model) else {
+        return Ok(None);
+    };
+    let base = base_of(retrained);
+    let full = runs
+        .iter()
+        .filter(|f| base_of(f) == base && f.dropped_classes.is_empty())
+        .filter(|f| f.input.seed == retrained.input.seed)
+        .find_map(|f| with_predictions(f, model));
+    let Some(full) = full else {
+        return Ok(None);
+    };
+    check_same_images(full, r)?;
+    let f = full.1;
+    let sent: Vec<usize> = (0..f.labels.len())
+        .filter(|&n| f.labels[n] == i && f.adversarial[n] == j)
+        .collect();
+    if sent.is_empty() {
+        return Ok(None);
+    }
+    let homed = sent.iter().filter(|&&n| r.1.robust[n]).count();
+    Ok(Some(homed as f64 / sent.len() as f64))
+}
+
 /// `retrained` was evaluated on the images of `full`, in the same order, under the same attack.
 fn check_same_images(
     full: (&RunResults, &PredictionsRecord),
