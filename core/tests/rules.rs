@@ -74,13 +74,7 @@ fn invalid_field(e: CoreError) -> String {
 }
 
 fn cfa(lambda1: f64, begin: usize, ccr: bool) -> RuleConfig {
-    RuleConfig::Cfa(CfaSettings {
-        lambda1,
-        lambda2: 0.5,
-        begin,
-        ccm: true,
-        ccr,
-    })
+    RuleConfig::Cfa(CfaSettings::calibrated(lambda1, begin, ccr))
 }
 
 // ---------------------------------------------------------------------------------------------

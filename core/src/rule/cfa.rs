@@ -39,16 +39,22 @@ fn yes() -> bool {
 }
 
 impl CfaSettings {
-    /// The paper's settings for a base with (TRADES) or without a β: λ₁ = 0.3 and CCR with
-    /// λ₂ = 0.5 for TRADES, λ₁ = `lambda1` and CCM only otherwise (0.5 for AT, 0.7 for FAT).
-    pub fn paper(lambda1: f64, trades: bool, begin: usize) -> Self {
+    /// CCM with λ₁ = `lambda1` (eq. (6)) from epoch `begin`, and CCR with λ₂ = 0.5 (eq. (7))
+    /// when `ccr`.
+    pub fn calibrated(lambda1: f64, begin: usize, ccr: bool) -> Self {
         CfaSettings {
-            lambda1: if trades { 0.3 } else { lambda1 },
+            lambda1,
             lambda2: 0.5,
             begin,
             ccm: true,
-            ccr: trades,
+            ccr,
         }
+    }
+
+    /// The paper's settings for a base with (TRADES) or without a β: λ₁ = 0.3 and CCR with
+    /// λ₂ = 0.5 for TRADES, λ₁ = `lambda1` and CCM only otherwise (0.5 for AT, 0.7 for FAT).
+    pub fn paper(lambda1: f64, trades: bool, begin: usize) -> Self {
+        Self::calibrated(if trades { 0.3 } else { lambda1 }, begin, trades)
     }
 }
 

@@ -245,13 +245,7 @@ pub fn frl_config(remargin: bool, begin: usize) -> RuleConfig {
 }
 
 fn cfa_config(lambda1: f64, begin: usize, ccr: bool) -> RuleConfig {
-    RuleConfig::Cfa(CfaSettings {
-        lambda1,
-        lambda2: 0.5,
-        begin,
-        ccm: true,
-        ccr,
-    })
+    RuleConfig::Cfa(CfaSettings::calibrated(lambda1, begin, ccr))
 }
 
 /// A set of files: (file stem, rule, context, first and last epoch written, seed, contents).
