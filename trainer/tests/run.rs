@@ -463,7 +463,28 @@ fn the_weight_average_is_saved_evaluated_and_loadable() {
         .err()
         .unwrap()
         .to_string();
-    assert!(err.contains("ema"), "{err}");
+    assert!(err.contains("set [ema] in the config"), "{err}");
+}
+
+/// A FAWA whose gate never passes (δ = 1: every class's validation robust accuracy 100 %)
+/// holds no model: no `report-fawa.json`, and loading it says why instead of asking for a
+/// `[fawa]` the config has.
+#[test]
+fn a_fawa_that_never_accepted_has_no_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let overrides = ["fawa={ alpha = 0.5, delta = 1.0, start_epoch = 0 }".to_owned()];
+    let c = RunConfig::from_toml_with_overrides(CONFIG, &overrides).unwrap();
+    let dir = tmp.path().join("gated");
+    train(&c, &dir, opts()).unwrap();
+    assert!(dir.join("report.json").is_file());
+    assert!(!dir.join("report-fawa.json").exists());
+    let err = classwise_trainer::run::RunDir(dir)
+        .load_model("fawa", Device::Cpu)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("[fawa] holds none"), "{err}");
+    assert!(!err.contains("set [fawa]"), "{err}");
 }
 
 /// `extends`: a file states only what differs from the one it extends (tables merged key by key,

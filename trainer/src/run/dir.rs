@@ -146,18 +146,38 @@ impl RunDir {
         let average = ck.join(format!("{which}.safetensors"));
         let updates = state.average_updates(which);
         if updates == 0 || !average.exists() {
-            return Err(invalid(
-                "--checkpoint",
-                which,
-                format!(
-                    "a run with this weight average ({} holds none; set [{which}] in the config)",
-                    ck.display()
-                ),
-            ));
+            return Err(self.no_average(which, &ck));
         }
         let mut model = Model::load(&ck.join("model.safetensors"), device)?;
         model.load_state(&WeightAverage::load(&average, updates)?.state())?;
         Ok(model)
+    }
+}
+
+impl RunDir {
+    /// Why the run has no model of the weight average `which` in checkpoint `ck`: no
+    /// `[which]` in its config, or an average that never accepted an epoch (FAWA's gate never
+    /// passed; the reference `PKU-ML/CFA:train.py` would hold the initial weights there).
+    fn no_average(&self, which: &str, ck: &Path) -> TrainerError {
+        let config = RunConfig::from_file(&self.config(), &[]).ok();
+        let configured = config.is_some_and(|c| match which {
+            "ema" => c.ema.is_some(),
+            _ => c.fawa.is_some(),
+        });
+        let expected = if configured {
+            format!(
+                "a weight average holding an epoch (the run's [{which}] holds none up to {}: its \
+                 start epoch was not reached, or FAWA's gate never passed; no {which} model to \
+                 evaluate)",
+                ck.display()
+            )
+        } else {
+            format!(
+                "a run with this weight average ({} holds none; set [{which}] in the config)",
+                ck.display()
+            )
+        };
+        invalid("--checkpoint", which, expected)
     }
 }
 
