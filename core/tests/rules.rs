@@ -529,8 +529,9 @@ fn frl_updates_from_epoch_begin_minus_one() {
 
 #[test]
 fn frl_settings_are_checked() {
-    // FRL is defined on the TRADES loss: PGD-AT (no β) and MART (a β, another loss) are refused.
-    for base in [Base::PGD_AT, MART] {
+    // FRL is defined on the TRADES loss: PGD-AT (no β), MART and BAT (a β, another loss) are
+    // refused, so no BAT run gets RWRM's step (the only rule that sets one).
+    for base in [Base::PGD_AT, MART, BAT] {
         let e = RuleConfig::Frl(FrlSettings::reweight_remargin(0, 40))
             .build(RuleContext { base, ..ctx() })
             .err()

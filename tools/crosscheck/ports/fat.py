@@ -102,7 +102,7 @@ def fat_original(inp):
 
 def cw_fat_attack(model, x, y, eps, tau, alpha, n_iters, u):
     """``PKU-ML/CFA:attack.py:197-245`` (``fat_loss`` at 152-191 with one ε), in the mode the
-    model is in (train, ``train.py:84``): δ = U(−1, 1)·ε_i clamped to [−x, 1 − x]; at each of
+    model is in (train in CFA's training, ``train.py:84``): δ = U(−1, 1)·ε_i clamped to [−x, 1 − x]; at each of
     at most ``n_iters`` rounds a sample steps iff its budget ``control`` (τ) is positive, and
     spends one when misclassified; the gradient is that of the CE mean over the whole batch;
     after each round with a step the batch is forwarded again (its prediction is the next
@@ -135,27 +135,35 @@ def cw_fat_attack(model, x, y, eps, tau, alpha, n_iters, u):
 def fat_cfa(inp):
     """``PKU-ML/CFA:attack.py:197-249`` (``cw_fat_loss``): the attack above with τ = ``--tau``
     (``attack.tau``; CFA's code has no schedule), then ``model(x + δ)`` in train mode and its
-    CE mean; the clean forward after the update of ``train.py:98``."""
-    attack = inp.method["attack"]
+    CE mean; the clean forward after the update of ``train.py:98``. ``cw_fat_loss`` sets no
+    mode: its caller's is used, train mode in CFA's training (``train.py:84``). With
+    ``attack_train_mode = false`` the port calls it as CFA's ``cw_trades_loss`` runs its own
+    attack: the model in eval mode for the attack (``attack.py:120``) and back in train mode
+    for the loss (``attack.py:134``); an eval-mode forward leaves BatchNorm's buffers alone, so
+    the forward count of the train-mode note below no longer matters."""
+    attack, train_mode = inp.method["attack"], bool(inp.method.get("attack_train_mode"))
+    inp.model.train(train_mode)
     delta, steps = cw_fat_attack(inp.model, inp.x, inp.y, inp.eps_rows(), attack["tau"],
                                  inp.attack_step(), attack["steps"], inp.draw("start", "CFA's FAT"))
+    inp.model.train()
     robust_output = inp.model(inp.x + delta)
     ce = F.cross_entropy(robust_output, inp.y, reduction="none")
     loss = (inp.per_sample("natural_weight") * ce).mean()
-    expected = {"method.attack_train_mode": True, "clean_forward_after_step": True,
+    expected = {"clean_forward_after_step": True,
                 "method.attack.start": {"kind": "uniform"},
                 "method.attack.loss": {"kind": "cross-entropy"},
                 "method.attack.variant": "cfa-repo", "method.attack.step_noise": 0.0,
                 "method.tau_schedule": []}
     notes = []
-    if inp.method.get("attack_train_mode"):
+    if train_mode:
         notes.append("known difference: classwise's EarlyStoppedPgd forwards each round twice in "
                      "train mode (a no-grad check, then the step's forward: 2·rounds + 1 "
                      "train-mode forwards), CFA's code once (rounds + 2): the BatchNorm buffers "
                      "are expected to differ (STEP_FORMAT.md)")
     return StepResult(loss, predicted_by(robust_output), {"x_adv": (inp.x + delta).detach()},
                       steps=steps, clean_forward_after_step=True, expected=expected, notes=notes,
-                      reference="PKU-ML/CFA:attack.py:197-249, train.py:83-98")
+                      reference="PKU-ML/CFA:attack.py:197-249, train.py:83-98"
+                                + ("" if train_mode else " (attack in eval mode as attack.py:120-134)"))
 
 
 def fat(inp):

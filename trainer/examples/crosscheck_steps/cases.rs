@@ -12,7 +12,7 @@ use classwise_trainer::train::{
 use serde_json::json;
 
 use crate::common::{EPS, K, STEP, ramp, to_json};
-use crate::rules::{context, frl_config, run_rule, wat_config};
+use crate::rules::{Stats, context, frl_config, run_rule, wat_config};
 use crate::steps::Case;
 
 /// The early-stopped attacks' budget and step: twice CFA's, so that the fitted model is
@@ -152,16 +152,22 @@ fn bat(source: BatSource, uniform_on: Vec<BatPoint>, scaling: TradesScaling) -> 
     })
 }
 
-/// FAT from weights fitted to the batch: CFA's variant (τ = 3, attack in train mode, forward
-/// after the step) at [`EPS_FAT_CFA`], uniform and class-wise; the original (ω = 0.001,
-/// eval-mode attack, τ from `adjust_tau`: 0-based epochs 0, 60, 95 give τ = 0, 1, 2) at
-/// [`EPS_WIDE`], with CSL's class weights on the CE.
-fn fat() -> Result<Vec<Case>> {
-    let cfa = Method::Fat(Fat {
+/// CFA's FAT (τ = 3, no ω, no schedule) with the attack in train mode (CFA's code) or eval mode.
+fn fat_cfa(attack_train_mode: bool) -> Method {
+    Method::Fat(Fat {
         attack: fat_attack(EarlyStopVariant::CfaRepo, 3, 0.0),
         tau_schedule: Vec::new(),
-        attack_train_mode: true,
-    });
+        attack_train_mode,
+    })
+}
+
+/// FAT from weights fitted to the batch: CFA's variant (τ = 3, forward after the step) with the
+/// attack in train mode at [`EPS_FAT_CFA`], uniform and class-wise, and in eval mode at
+/// class-wise budgets around [`EPS_WIDE`] (where the fitted model stops at various steps); the
+/// original (ω = 0.001, eval-mode attack, τ from `adjust_tau`: 0-based epochs 0, 60, 95 give
+/// τ = 0, 1, 2) at [`EPS_WIDE`], with CSL's class weights on the CE.
+fn fat() -> Result<Vec<Case>> {
+    let cfa = fat_cfa(true);
     let original = Method::Fat(Fat {
         attack: fat_attack(EarlyStopVariant::Original, 0, 0.001),
         tau_schedule: vec![[50, 1], [90, 2]],
@@ -178,11 +184,18 @@ fn fat() -> Result<Vec<Case>> {
     };
     let csl = to_json("rule", &RuleConfig::Csl(CslSettings { gamma: 0.05 }))?;
     let cfa_uniform = ClassPlan::uniform(K, EPS_FAT_CFA, 0.0);
+    let ccm_wide = ClassPlan {
+        beta: vec![0.0; K],
+        ..class_wise(EPS_WIDE)
+    };
     Ok(vec![
         Case::new("fat-cfa", cfa.clone(), cfa_uniform, kind("uniform"))
             .forward_after()
             .fitted(0),
         Case::new("fat-cfa-ccm", cfa, ccm, kind("cfa"))
+            .forward_after()
+            .fitted(0),
+        Case::new("fat-cfa-eval-ccm", fat_cfa(false), ccm_wide, kind("cfa"))
             .forward_after()
             .fitted(0),
         Case::new("fat-original", original.clone(), uniform, kind("uniform")).fitted(0),
@@ -241,7 +254,7 @@ fn ruled() -> Result<Vec<Case>> {
         ("trades-frl-rwrm", frl_config(true, 0), true),
         ("trades-csl", csl, true),
     ] {
-        let (updates, rule) = run_rule(&config, ctx, 4, 1000)?;
+        let (updates, rule) = run_rule(&config, ctx, 4, Stats::Random(1000))?;
         let last = updates.last().map(|u| u.plan.clone());
         let plan = last.ok_or_else(|| classwise_trainer::error::invalid("epochs", 0, ">= 1"))?;
         let method = trades(TradesScaling::Paper, second);

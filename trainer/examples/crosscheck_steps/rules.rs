@@ -10,7 +10,7 @@ use classwise_core::rule::{
     WatSettings,
 };
 use classwise_theory::calibration::WatNormalization;
-use classwise_theory::metrics::class_errors;
+use classwise_theory::metrics::{ClassErrors, class_errors};
 use classwise_trainer::Result;
 use classwise_trainer::io::write_json;
 use classwise_trainer::train::{ClassPlan, ClassStats, RuleConfig, RuleContext};
@@ -27,11 +27,7 @@ const TRAIN_PER_CLASS: usize = 50;
 /// 20 + 2k images of class k, clean and robust correctness drawn independently (so that some
 /// images are wrong clean and right under attack, which FRL's boundary error acc − acc_adv
 /// counts); WAT's K + 1 costs (the last the sample mean).
-pub fn stats(seed: i64) -> Result<ClassStats> {
-    let train_robust = uniform_values(seed, K, 0.2, 0.9)?
-        .iter()
-        .map(|t| (t * TRAIN_PER_CLASS as f64).round() / TRAIN_PER_CLASS as f64)
-        .collect();
+fn stats(seed: i64) -> Result<ClassStats> {
     let p_clean = uniform_values(seed + 1, K, 0.5, 0.95)?;
     let p_robust = uniform_values(seed + 2, K, 0.15, 0.6)?;
     let labels: Vec<usize> = (0..K).flat_map(|k| vec![k; 20 + 2 * k]).collect();
@@ -47,7 +43,43 @@ pub fn stats(seed: i64) -> Result<ClassStats> {
         .zip(&r_robust)
         .map(|(&k, r)| *r < p_robust[k])
         .collect();
-    let errors = class_errors(&clean, &robust, &labels, K)?;
+    measured(seed, class_errors(&clean, &robust, &labels, K)?)
+}
+
+/// Validation images per class behind [`boundary_stats`] (a balanced validation set).
+const VAL_PER_CLASS: usize = 50;
+
+/// Statistics whose validation boundary errors are `boundary` exactly (FRL's remargin acts on
+/// them alone): of class k's [`VAL_PER_CLASS`] images the first c_k are right clean (c_k/50
+/// drawn from [0.9, 1) with `seed`) and the first c_k − 50·b_k of them right under attack, so
+/// that b_k = clean_acc_k − robust_acc_k; t_k and WAT's costs as in [`stats`].
+fn boundary_stats(seed: i64, boundary: &[f64; K]) -> Result<ClassStats> {
+    let n = VAL_PER_CLASS;
+    let count = |p: f64| (p * n as f64).round() as usize;
+    let clean_n: Vec<usize> = uniform_values(seed + 1, K, 0.9, 1.0)?
+        .into_iter()
+        .map(count)
+        .collect();
+    let robust_n: Vec<usize> = clean_n
+        .iter()
+        .zip(boundary)
+        .map(|(&c, &b)| c.saturating_sub(count(b)))
+        .collect();
+    let labels: Vec<usize> = (0..K).flat_map(|k| vec![k; n]).collect();
+    let first = |counts: &[usize]| -> Vec<bool> {
+        (0..labels.len()).map(|i| i % n < counts[i / n]).collect()
+    };
+    let errors = class_errors(&first(&clean_n), &first(&robust_n), &labels, K)?;
+    measured(seed, errors)
+}
+
+/// The statistics of an epoch with validation errors `errors`: t_k from balanced counts and
+/// WAT's K + 1 costs (the last the sample mean), drawn from `seed`.
+fn measured(seed: i64, errors: ClassErrors) -> Result<ClassStats> {
+    let train_robust = uniform_values(seed, K, 0.2, 0.9)?
+        .iter()
+        .map(|t| (t * TRAIN_PER_CLASS as f64).round() / TRAIN_PER_CLASS as f64)
+        .collect();
     let mut costs = uniform_values(seed + 5, K, 0.5, 3.0)?;
     costs.push(costs.iter().sum::<f64>() / K as f64);
     Ok(ClassStats {
@@ -57,6 +89,25 @@ pub fn stats(seed: i64) -> Result<ClassStats> {
         val_errors: Some(errors),
         val_costs: Some(costs),
     })
+}
+
+/// Where a run's statistics come from: [`stats`] or [`boundary_stats`], the seed stepped by
+/// 10 per epoch.
+#[derive(Clone, Copy)]
+pub enum Stats {
+    Random(i64),
+    Boundary(i64, [f64; K]),
+}
+
+impl Stats {
+    /// The statistics measured before 0-based `epoch`.
+    fn before(self, epoch: usize) -> Result<ClassStats> {
+        let step = 10 * epoch as i64;
+        match self {
+            Stats::Random(seed) => stats(seed + step),
+            Stats::Boundary(seed, b) => boundary_stats(seed + step, &b),
+        }
+    }
 }
 
 /// One update of a rule, as a rule file records it.
@@ -75,13 +126,13 @@ pub struct Update {
     pub plan: ClassPlan,
 }
 
-/// Runs `config` for epochs 0..epochs with the statistics of [`stats`] (seed `seed` + 10·epoch)
-/// and returns every update, and the rule.
+/// Runs `config` for epochs 0..epochs with the statistics of `source` and returns every update,
+/// and the rule.
 pub fn run_rule(
     config: &RuleConfig,
     ctx: RuleContext,
     epochs: usize,
-    seed: i64,
+    source: Stats,
 ) -> Result<(Vec<Update>, Box<dyn ClassRule>)> {
     let mut rule = config.build(ctx)?;
     let mut history = Vec::new();
@@ -89,9 +140,9 @@ pub fn run_rule(
     for epoch in 0..epochs {
         let state_before = rule.state()?;
         let observed = match epoch {
-            0 if rule.needs_initial().any() => Some(stats(seed)?),
+            0 if rule.needs_initial().any() => Some(source.before(0)?),
             0 => None,
-            e => Some(stats(seed + 10 * e as i64)?),
+            e => Some(source.before(e)?),
         };
         if let Some(s) = &observed {
             match epoch {
@@ -135,13 +186,13 @@ struct Files<'a> {
     ctx: RuleContext,
     /// The first and last 0-based epochs written.
     epochs: [usize; 2],
-    seed: i64,
+    stats: Stats,
     describe: Describe,
 }
 
 /// Writes one file per update of `files.epochs`.
 fn write_files(out: &Path, files: &Files<'_>) -> Result<Vec<Written>> {
-    let (updates, _) = run_rule(&files.config, files.ctx, files.epochs[1] + 1, files.seed)?;
+    let (updates, _) = run_rule(&files.config, files.ctx, files.epochs[1] + 1, files.stats)?;
     let ctx = &files.ctx;
     let mut written = Vec::new();
     for u in updates.iter().filter(|u| u.epoch >= files.epochs[0]) {
@@ -248,13 +299,14 @@ fn cfa_config(lambda1: f64, begin: usize, ccr: bool) -> RuleConfig {
     RuleConfig::Cfa(CfaSettings::calibrated(lambda1, begin, ccr))
 }
 
-/// A set of files: (file stem, rule, context, first and last epoch written, seed, contents).
+/// A set of files: (file stem, rule, context, first and last epoch written, statistics,
+/// contents).
 type Set = (
     &'static str,
     RuleConfig,
     RuleContext,
     [usize; 2],
-    i64,
+    Stats,
     Describe,
 );
 
@@ -268,7 +320,7 @@ fn cfa_sets() -> Vec<Set> {
             cfa_config(0.3, 2, true),
             trades,
             [1, 4],
-            100,
+            Stats::Random(100),
             cfa_io,
         ),
         (
@@ -276,7 +328,7 @@ fn cfa_sets() -> Vec<Set> {
             cfa_config(0.5, 0, false),
             at,
             [1, 2],
-            200,
+            Stats::Random(200),
             cfa_io,
         ),
     ]
@@ -289,19 +341,20 @@ fn wat_sets() -> Vec<Set> {
     let code = wat_config(WatLossScale::AsWritten);
     let default = wat_config(WatLossScale::ClassMeanOne);
     vec![
-        ("rule-wat", code, trades, [0, 4], 300, wat_io),
+        ("rule-wat", code, trades, [0, 4], Stats::Random(300), wat_io),
         (
             "control-rule-wat-class-mean-one",
             default,
             trades,
             [3, 3],
-            300,
+            Stats::Random(300),
             wat_io,
         ),
     ]
 }
 
-/// FRL RW and RWRM from epoch 0 (halving α₁ every 2 epochs), and RWRM from `begin` 2.
+/// FRL RW and RWRM from epoch 0 (halving α₁ every 2 epochs), RWRM from `begin` 2, and RWRM at
+/// its clamps ([`frl_clamp_sets`]).
 fn frl_sets() -> Vec<Set> {
     let trades = context(Base::TRADES, Some(6.0));
     let (rw, rwrm, late) = (
@@ -309,10 +362,65 @@ fn frl_sets() -> Vec<Set> {
         frl_config(true, 0),
         frl_config(true, 2),
     );
+    let mut sets: Vec<Set> = vec![
+        (
+            "rule-frl-rw",
+            rw,
+            trades,
+            [0, 3],
+            Stats::Random(400),
+            frl_io,
+        ),
+        (
+            "rule-frl-rwrm",
+            rwrm,
+            trades,
+            [0, 3],
+            Stats::Random(500),
+            frl_io,
+        ),
+        (
+            "rule-frl-rwrm-begin2",
+            late,
+            trades,
+            [2, 5],
+            Stats::Random(600),
+            frl_io,
+        ),
+    ];
+    sets.extend(frl_clamp_sets());
+    sets
+}
+
+/// RWRM where the ε multiplier clamp(exp(2·λ₂), 0.98, 3) binds (`utils_frl2.py:94`):
+///
+/// * `step-floor`: every class's boundary error within τ₂ of the mean (0.30 and 0.32), so every
+///   γ₁ < 0 and every λ₂ falls: all multipliers below 1 (0.98 at the floor by epoch 1), and
+///   max_k ε_k/4 below the configured step ε/4 (the step the reference takes, `:162`);
+/// * `eps-cap`: class 3's boundary error 0.9 against 0.2: its λ₂ grows by 0.2·0.58 an epoch
+///   and its multiplier reaches the cap 3 at epoch 4 (2.53 at epoch 3), the others 0.98.
+fn frl_clamp_sets() -> Vec<Set> {
+    let trades = context(Base::TRADES, Some(6.0));
+    let rwrm = frl_config(true, 0);
+    let fair: [f64; K] = std::array::from_fn(|k| 0.30 + 0.02 * (k % 2) as f64);
+    let hard: [f64; K] = std::array::from_fn(|k| if k == 3 { 0.9 } else { 0.2 });
     vec![
-        ("rule-frl-rw", rw, trades, [0, 3], 400, frl_io),
-        ("rule-frl-rwrm", rwrm, trades, [0, 3], 500, frl_io),
-        ("rule-frl-rwrm-begin2", late, trades, [2, 5], 600, frl_io),
+        (
+            "rule-frl-rwrm-step-floor",
+            rwrm.clone(),
+            trades,
+            [0, 1],
+            Stats::Boundary(1100, fair),
+            frl_io,
+        ),
+        (
+            "rule-frl-rwrm-eps-cap",
+            rwrm,
+            trades,
+            [3, 5],
+            Stats::Boundary(1200, hard),
+            frl_io,
+        ),
     ]
 }
 
@@ -325,9 +433,30 @@ fn csl_and_class_beta_sets() -> Vec<Set> {
         beta: (0..K).map(|k| if k == 5 { 0.5 } else { 6.0 }).collect(),
     });
     vec![
-        ("rule-csl", csl(0.05), trades, [1, 3], 700, csl_io),
-        ("rule-csl-clipped", csl(4.0), trades, [1, 3], 800, csl_io),
-        ("rule-class-beta", tian, trades, [0, 0], 900, no_io),
+        (
+            "rule-csl",
+            csl(0.05),
+            trades,
+            [1, 3],
+            Stats::Random(700),
+            csl_io,
+        ),
+        (
+            "rule-csl-clipped",
+            csl(4.0),
+            trades,
+            [1, 3],
+            Stats::Random(800),
+            csl_io,
+        ),
+        (
+            "rule-class-beta",
+            tian,
+            trades,
+            [0, 0],
+            Stats::Random(900),
+            no_io,
+        ),
     ]
 }
 
@@ -340,13 +469,13 @@ pub fn write_all(out: &Path) -> Result<Vec<Written>> {
         csl_and_class_beta_sets(),
     ];
     let mut written = Vec::new();
-    for (stem, config, ctx, epochs, seed, describe) in sets.into_iter().flatten() {
+    for (stem, config, ctx, epochs, stats, describe) in sets.into_iter().flatten() {
         let files = Files {
             stem,
             config,
             ctx,
             epochs,
-            seed,
+            stats,
             describe,
         };
         written.extend(write_files(out, &files)?);
