@@ -9,17 +9,19 @@
 //! * `steps.rs`: one SGD step of each method on the same WideResNet-10-1 (BatchNorm, no
 //!   dropout) and the same class-balanced batch, with the training attack's random draws
 //!   recorded unscaled: PGD-AT, TRADES (both scalings; uniform, CFA, class-β, WAT, FRL RW and
-//!   RWRM, CSL plans), MART (uniform and class-β), FAT (CFA's and the original variant, with ω
-//!   noise and the τ schedule) and BAT (the boundary pair and the TRADES-source ablation), and
-//!   a control with classwise's defaults against CFA's code. The cases are in `cases.rs`.
-//! * `rules.rs`: the updates of the class-wise rules (CFA, WAT, FRL RW and RWRM, CSL, class-β)
-//!   over a few epochs of chosen statistics, one JSON file per update, and a control with
-//!   WAT's default loss scale.
+//!   RWRM, CSL plans), MART (uniform and class-β), FAT (CFA's variant with the attack in train
+//!   and in eval mode, the original with ω noise and the τ schedule) and BAT (the boundary pair
+//!   and the TRADES-source ablation), and a control with classwise's defaults against CFA's
+//!   code. The cases are in `cases.rs`.
+//! * `rules.rs`: the updates of the class-wise rules (CFA, WAT, FRL RW and RWRM, RWRM at the
+//!   clamp of its ε multiplier, CSL, class-β) over a few epochs of chosen statistics, one JSON
+//!   file per update, and a control with WAT's default loss scale.
 //! * `averages.rs`: FAWA's and the EMA's decisions and averaged states over a few epochs.
 //!
-//! Not covered: the CFA repository's FAT with the attack in eval mode, BAT under a rule that
-//! sets the step, classwise's `class-weight` rule (no reference computes it) and WAT's `paper`
-//! normalisation (no code). What the table measured: `tools/crosscheck/README.md`.
+//! Not covered: classwise's `class-weight` rule (no reference computes it) and WAT's `paper`
+//! normalisation (no code). BAT under a rule that sets the step cannot be configured: the only
+//! such rule, FRL-RWRM, refuses any method but TRADES. What the table measured:
+//! `tools/crosscheck/README.md`.
 
 mod averages;
 mod cases;
