@@ -428,7 +428,7 @@ fn errors_stats() -> ClassStats {
 #[test]
 fn frl_starts_uniform() {
     // λ = 0: w_k = 1/K + λ_k − mean(λ) = 1/2, times K = 1 for both terms; ε multiplier
-    // clamp(e⁰, 0.98, 3) = 1; RWRM's step max(0.025, max_k ε_k / 4 = 0.025).
+    // clamp(e⁰, 0.98, 3) = 1; RWRM's step max_k ε_k / 4 = 0.025.
     let mut rule = RuleConfig::Frl(FrlSettings::reweight_remargin(0, 40))
         .build(ctx())
         .unwrap();
@@ -464,9 +464,35 @@ fn frl_one_update_step_by_hand() {
     let eps1 = 0.1 * 0.03f64.exp();
     assert_abs_diff_eq!(eps1, 0.103_045_453_395_351_7, epsilon = 1e-15);
     assert_all_close(&p.eps, &[0.098, eps1], "eps");
-    // RWRM's step: max(0.025, max_k ε_k / 4).
+    // RWRM's step: max_k ε_k / 4.
     assert_abs_diff_eq!(p.step_size.unwrap(), eps1 / 4.0, epsilon = 1e-15);
     assert_eq!(p.beta, [6.0, 6.0]);
+}
+
+/// Every class within τ₂ of the mean boundary error: every ε multiplier below 1, and RWRM's
+/// step max_k ε_k / 4 falls below the configured 0.025, as `hannxu123/fair_robust:utils_frl2.py`
+/// (`trades_adv`: `step_size = torch.max(new_eps) / 4`) has it.
+#[test]
+fn frl_step_follows_the_budgets_below_the_configured_step() {
+    let mut rule = RuleConfig::Frl(FrlSettings::reweight_remargin(0, 40))
+        .build(ctx())
+        .unwrap();
+    let mut stats = errors_stats();
+    let errors = stats.val_errors.as_mut().unwrap();
+    errors.boundary = vec![0.2, 0.2];
+    errors.overall_boundary = 0.2;
+    rule.observe(0, &stats).unwrap();
+    let p = rule.plan(1).unwrap();
+    // γ₁ = b_k − b − τ₂ = −0.05 for both; λ₂ = 0.2·γ₁ = −0.01; multiplier
+    // clamp(exp(−0.02), 0.98, 3) = 0.980 198 7 (above the floor); step ε·0.980 198 7 / 4.
+    let eps = 0.1 * (-0.02f64).exp();
+    assert_abs_diff_eq!(eps, 0.098_019_867_330_675_5, epsilon = 1e-15);
+    assert_all_close(&p.eps, &[eps, eps], "eps");
+    assert_abs_diff_eq!(
+        p.step_size.unwrap(),
+        0.024_504_966_832_668_9,
+        epsilon = 1e-15
+    );
 }
 
 #[test]

@@ -182,12 +182,13 @@ impl ClassRule for Frl {
         let w = frl_weights(&self.config, &self.multipliers)?;
         let k = self.ctx.n_classes as f64;
         let eps: Vec<f64> = w.eps_multiplier.iter().map(|m| m * self.ctx.eps).collect();
-        // RWRM's step is max_i ε_i / 4 (`trades_adv` in `hannxu123/fair_robust:utils_frl2.py`),
-        // never below the configured step; RW keeps the configured step.
+        // RWRM's step is max_i ε_i / 4 whatever the configured step (`trades_adv` in
+        // `hannxu123/fair_robust:utils_frl2.py`, which overwrites its `step_size` argument;
+        // with every multiplier at its 0.98 floor it is 0.98·ε/4). RW keeps the configured step.
         let step_size = self
             .settings
             .remargin
-            .then(|| eps.iter().fold(self.ctx.step_size, |a, &e| a.max(e / 4.0)));
+            .then(|| eps.iter().fold(0.0, |a: f64, &e| a.max(e / 4.0)));
         Ok(ClassPlan {
             eps,
             beta: vec![self.beta; self.ctx.n_classes],

@@ -139,7 +139,7 @@ pub struct RuleContext {
     pub eps: f64,
     /// The objective's trade-off β, when it has one (TRADES); `None` for AT, FAT, natural.
     pub beta: Option<f64>,
-    /// The training attack's absolute step at ε (FRL's remargin never goes below it).
+    /// The training attack's absolute step at ε (FRL's remargin replaces it by max_k ε_k / 4).
     pub step_size: f64,
 }
 

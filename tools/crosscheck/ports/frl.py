@@ -112,6 +112,8 @@ def frl_rule(rule):
     port = {"lambda": lmbda.tolist(), "plan.natural_weight": (k * diff0).tolist(),
             "plan.boundary_weight": (k * diff1).tolist(), "plan.eps": eps.tolist()}
     if s["remargin"]:
+        # utils_frl2.py:162 replaces --step_size by max ε_i/4 (over the batch's samples there,
+        # over the classes here: equal when the batch holds every class).
         port["plan.step_size"] = [float(eps.max() / 4)]
     got = {key: dig(rule["outputs"], key) for key in port}
     if s["remargin"] and got["plan.step_size"] is not None:
@@ -121,18 +123,4 @@ def frl_rule(rule):
         rows.append(("plan.step_size (none in RW)", [], [dig(rule["outputs"], "plan.step_size")]))
     ref = "utils_frl2.py:73-96, 217-270" if s["remargin"] else "utils_frl.py:109-132, 253-311"
     expected = {"settings.eps_multiplier_max": 3.0} if s["remargin"] else {}
-    notes = step_floor_notes(port["plan.step_size"][0], ctx["step_size"]) if s["remargin"] else []
-    return rows, expected, f"hannxu123/fair_robust:{ref}, frlrw.py:53-89", notes
-
-
-def step_floor_notes(step, configured):
-    """RWRM's step is max_i ε_i/4 whatever ``--step_size`` says (``utils_frl2.py:162`` overrides
-    the argument; ``frlrmrw.py:34`` passes 2/255 = ε/4), so it falls below the configured step
-    when every multiplier is below 1 (the clamp's floor is 0.98, ``utils_frl2.py:94``).
-    classwise never lets it go below the configured step (``core/src/rule/frl.rs``,
-    ``Frl::plan``; ``RuleContext::step_size``'s docs)."""
-    if step >= configured:
-        return []
-    return [f"known difference: the reference's step max_k ε_k/4 = {step:.6g} is below the "
-            f"configured step {configured:.6g}, where classwise keeps its floor: `plan.step_size` "
-            "is expected to differ (STEP_FORMAT.md)"]
+    return rows, expected, f"hannxu123/fair_robust:{ref}, frlrw.py:53-89"
