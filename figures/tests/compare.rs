@@ -1191,6 +1191,13 @@ id = "gap"
 a = { group = "B", model = "last" }
 metric = "robust_gap:d"
 sign = "-"
+
+[[claim]]
+id = "spread"
+a = { group = "A", model = "last" }
+b = { group = "B", model = "last" }
+metric = "robust_cv"
+sign = "-"
 "#,
     )
     .unwrap();
@@ -1220,6 +1227,16 @@ sign = "-"
     );
     assert!(
         md.contains("s0: +20.0, s1: +15.0, s2: +20.0 | +18.3 [+11.2, +25.5] | reproduced"),
+        "{md}"
+    );
+    // The class-wise variance is written as a fraction², not in points: the population
+    // variances of [0.8, 0.7, 0.6, d] are A 0.035, 0.027969, 0.021875 and B 0.0725, 0.051875,
+    // 0.051875 (seeds 0, 1, 2).
+    assert!(
+        md.contains(
+            "| robust_cv | 0.0283 ± 0.0066 | 0.0588 ± 0.0119 | s0: -0.0375, s1: -0.0239, \
+             s2: -0.0300 | -0.0305 ["
+        ),
         "{md}"
     );
 

@@ -342,20 +342,55 @@ fn bad_metric(id: &str, metric: &str) -> crate::error::FigureError {
     )
 }
 
-/// The decided claims as a markdown table: means ± std of A and B in percent (points), the
-/// differences per seed (Q of A itself for a claim without B), their mean and 95 % interval,
-/// and the verdict; then the claims not decided.
+/// How a claim's quantity is written: accuracies, errors and shares in percent (points); the
+/// class-wise variances `clean_cv` and `robust_cv` as fractions² (WAT Tables 4-5), with four
+/// decimals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unit {
+    Points,
+    Fraction2,
+}
+
+impl Unit {
+    fn of(metric: &str) -> Unit {
+        match metric {
+            "clean_cv" | "robust_cv" => Unit::Fraction2,
+            _ => Unit::Points,
+        }
+    }
+
+    fn signed(self, v: f64) -> String {
+        match self {
+            Unit::Points => format!("{:+.1}", 100.0 * v),
+            Unit::Fraction2 => format!("{v:+.4}"),
+        }
+    }
+
+    fn mean_std(self, m: &MeanStd) -> String {
+        match (self, m.std) {
+            (Unit::Points, _) => m.percent(1),
+            (Unit::Fraction2, Some(s)) => format!("{:.4} ± {s:.4}", m.mean),
+            (Unit::Fraction2, None) => format!("{:.4}", m.mean),
+        }
+    }
+}
+
+/// The decided claims as a markdown table: means ± std of A and B in percent (points; the
+/// class-wise variances as fractions²), the differences per seed (Q of A itself for a claim
+/// without B), their mean and 95 % interval, and the verdict; then the claims not decided.
 pub fn markdown(decisions: &Decisions, counting: &str) -> String {
     let decided = &decisions.decided;
-    let pts = |v: f64| format!("{:+.1}", 100.0 * v);
     let mut out = format!(
-        "Robust counting: {counting}. Values in percent (points); d = A − B per seed; \
-         interval: {:.0} % t interval of the mean difference.\n\n\
+        "Robust counting: {counting}. Values in percent (points), the class-wise variances \
+         (`clean_cv`, `robust_cv`) as fractions²; d = A − B per seed; interval: {:.0} % t \
+         interval of the mean difference.\n\n\
          | id | A | B | Q | A | B | d per seed | mean d [interval] | verdict |\n\
          |---|---|---|---|---|---|---|---|---|\n",
         100.0 * LEVEL
     );
     for d in decided {
+        let unit = Unit::of(&d.claim.metric);
+        let pts = |v: f64| unit.signed(v);
         let per_seed: Vec<String> = (d.seeds.iter().zip(&d.paired.differences))
             .map(|(s, x)| format!("s{s}: {}", pts(*x)))
             .collect();
@@ -369,8 +404,8 @@ pub fn markdown(decisions: &Decisions, counting: &str) -> String {
                 .as_ref()
                 .map_or("–".to_owned(), |b| format!("{} ({})", b.group, b.model)),
             d.claim.metric,
-            d.a.percent(1),
-            d.b.map_or("–".to_owned(), |b| b.percent(1)),
+            unit.mean_std(&d.a),
+            d.b.map_or("–".to_owned(), |b| unit.mean_std(&b)),
             per_seed.join(", "),
             pts(d.paired.mean),
             pts(d.paired.interval[0]),

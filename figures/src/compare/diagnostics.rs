@@ -253,7 +253,8 @@ impl Figure for ClassDiagnostic {
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        let (plot, strip) = legend::split(area, 1);
+        let legend_rows = legend::wrap(area, vec![method_entries(&self.selection.methods)]);
+        let (plot, strip) = legend::split(area, legend_rows.len());
         let rows = plot.split_evenly((self.what.panels.len(), 1));
         for (i, (p, row)) in self.what.panels.iter().zip(&rows).enumerate() {
             let text = if i == 0 {
@@ -278,6 +279,6 @@ impl Figure for ClassDiagnostic {
                 &self.series(p),
             )?;
         }
-        legend::draw_rows(&strip, &[method_entries(&self.selection.methods)])
+        legend::draw_rows(&strip, &legend_rows)
     }
 }
