@@ -1122,6 +1122,17 @@ fn unlike_reports_are_refused_and_either_counting_is_read() {
     );
 }
 
+/// A `[[claim]]` of a claims file on the `last` models: A's group, B's when there is one.
+fn claim(id: &str, a: &str, b: Option<&str>, metric: &str, sign: &str) -> String {
+    let b = b.map_or(String::new(), |b| {
+        format!("b = {{ group = \"{b}\", model = \"last\" }}\n")
+    });
+    format!(
+        "[[claim]]\nid = \"{id}\"\na = {{ group = \"{a}\", model = \"last\" }}\n{b}\
+         metric = \"{metric}\"\nsign = \"{sign}\"\n"
+    )
+}
+
 /// Claims decided by paired seeds, against differences and intervals computed by hand.
 #[test]
 fn claims_are_decided_by_paired_seeds() {
@@ -1171,34 +1182,13 @@ fn claims_are_decided_by_paired_seeds() {
         )
     };
     let claims = file(
-        r#"
-[[claim]]
-id = "worst"
-a = { group = "A", model = "last" }
-b = { group = "B", model = "last" }
-metric = "robust_worst"
-sign = "+"
-
-[[claim]]
-id = "against"
-a = { group = "A", model = "last" }
-b = { group = "B", model = "last" }
-metric = "robust:d"
-sign = "-"
-
-[[claim]]
-id = "gap"
-a = { group = "B", model = "last" }
-metric = "robust_gap:d"
-sign = "-"
-
-[[claim]]
-id = "spread"
-a = { group = "A", model = "last" }
-b = { group = "B", model = "last" }
-metric = "robust_cv"
-sign = "-"
-"#,
+        &[
+            claim("worst", "A", Some("B"), "robust_worst", "+"),
+            claim("against", "A", Some("B"), "robust:d", "-"),
+            claim("gap", "B", None, "robust_gap:d", "-"),
+            claim("spread", "A", Some("B"), "robust_cv", "-"),
+        ]
+        .concat(),
     )
     .unwrap();
     let decisions = claims.decide(&c, &results).unwrap();
@@ -1248,11 +1238,7 @@ sign = "-"
             .unwrap_err()
             .to_string()
     };
-    let one = |group: &str, metric: &str| {
-        format!(
-            "[[claim]]\nid = \"x\"\na = {{ group = \"{group}\", model = \"last\" }}\nmetric = \"{metric}\"\nsign = \"+\"\n"
-        )
-    };
+    let one = |group: &str, metric: &str| claim("x", group, None, metric, "+");
     // A claim on a group not compared is left undecided, unless no claim can be decided.
     assert!(err(&one("C", "robust_worst")).contains("not compared: C"));
     assert!(err(&one("C", "robust_worst")).contains("one of A, B, D, E"));
@@ -1271,11 +1257,7 @@ sign = "-"
     );
     // Pairs are the seeds both sides have: A − D on seeds 1, 2 (0.35 − 0.25, 0.40 − 0.30);
     // A − E on seed 0 alone cannot be decided.
-    let two = |b: &str| {
-        format!(
-            "[[claim]]\nid = \"{b}\"\na = {{ group = \"A\", model = \"last\" }}\nb = {{ group = \"{b}\", model = \"last\" }}\nmetric = \"robust:d\"\nsign = \"+\"\n"
-        )
-    };
+    let two = |b: &str| claim(b, "A", Some(b), "robust:d", "+");
     let paired = file(&format!("{}{}", two("D"), two("E")))
         .unwrap()
         .decide(&c, &results)
