@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use classwise_trainer::TrainerError;
 use classwise_trainer::model::{Architecture, Model, ModelSpec, Normalization, Normalize};
+use classwise_trainer::seed::seeded;
 use tch::nn::ModuleT;
 use tch::{Device, Kind, Tensor};
 
@@ -25,7 +26,7 @@ fn wrn(depth: usize, widen: usize) -> Architecture {
 /// Uniform [0, 1) images from a seeded generator.
 fn images(n: i64, shape: [usize; 3], seed: i64) -> Tensor {
     let [c, h, w] = shape.map(|d| d as i64);
-    classwise_trainer::seed::seeded(seed, || Tensor::rand([n, c, h, w], (Kind::Float, CPU)))
+    seeded(seed, || Tensor::rand([n, c, h, w], (Kind::Float, CPU)))
 }
 
 fn var(model: &Model, name: &str) -> Tensor {
@@ -156,7 +157,10 @@ fn output_shapes_for_28_32_and_64_pixel_inputs() {
             let model = Model::new(&spec(arch.clone(), 7, shape), CPU, 1).unwrap();
             let x = images(2, shape, 2);
             for train in [false, true] {
-                let y = model.f_forward_t(&x, train).unwrap();
+                // A train-mode forward draws SmallCNN's dropout masks from libtorch's global
+                // generator: inside a `seeded` section, so that it cannot draw in the middle of
+                // another test's seeded model initialisation (tests run in parallel threads).
+                let y = seeded(0, || model.f_forward_t(&x, train)).unwrap();
                 assert_eq!(y.size(), [2, 7], "{} on {shape:?}", arch.name());
                 assert!(values(&y).iter().all(|v| v.is_finite()));
             }
@@ -209,7 +213,7 @@ fn batch_norm_train_mode_differs_and_eval_is_deterministic() {
             "{}: eval forward changed the state",
             arch.name()
         );
-        let t = model.forward_t(&x, true);
+        let t = seeded(0, || model.forward_t(&x, true));
         let diff = f64::try_from((&t - &e1).abs().max()).unwrap();
         assert!(
             diff > 1e-4,
@@ -603,19 +607,20 @@ fn perturbed_gradient(
 ) -> f64 {
     let mut noisy = model.try_clone().unwrap();
     noisy.set_memory_format(format).unwrap();
-    tch::manual_seed(11);
-    let state: Vec<(String, Tensor)> = noisy
-        .state()
-        .into_iter()
-        .map(|(n, t)| {
-            let t = if t.is_floating_point() {
-                &t * (t.randn_like() * 1e-7 + 1.0)
-            } else {
-                t
-            };
-            (n, t)
-        })
-        .collect();
+    let state: Vec<(String, Tensor)> = seeded(11, || {
+        noisy
+            .state()
+            .into_iter()
+            .map(|(n, t)| {
+                let t = if t.is_floating_point() {
+                    &t * (t.randn_like() * 1e-7 + 1.0)
+                } else {
+                    t
+                };
+                (n, t)
+            })
+            .collect()
+    });
     noisy.load_state(&state).unwrap();
     let g = input_gradient(&noisy, shape);
     f64::try_from((&g - reference).abs().max()).unwrap()
