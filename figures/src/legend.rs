@@ -119,33 +119,27 @@ fn entry_width<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, e: &Entry) -> 
 }
 
 /// `rows` with every row that is wider than `area` broken into rows that fit, in order: a
-/// legend of many methods with long names stays inside the figure. Each row of `rows` is
-/// broken on its own; when several are broken, their pieces alternate (the first piece of
-/// each row, then the second of each, …), so entries that were above one another stay close.
+/// legend of many methods with long names stays inside the figure. Every row is cut into pieces
+/// of the same number of entries (the most for which every piece fits), and the pieces
+/// alternate (the first piece of each row, then the second of each, …), so entries that were
+/// above one another stay above one another.
 pub fn wrap<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     rows: Vec<Vec<Entry>>,
 ) -> Vec<Vec<Entry>> {
     // The frame's margins and the entries' gaps (draw_rows).
     let room = area.dim_in_pixel().0 as i32 - 2 * 14 - 8;
-    let pieces: Vec<Vec<Vec<Entry>>> = rows
-        .into_iter()
-        .map(|row| {
-            let mut out: Vec<Vec<Entry>> = vec![Vec::new()];
-            let mut used = 0;
-            for e in row {
-                let w = entry_width(area, &e);
-                let last = out.last_mut().expect("one row at least");
-                if !last.is_empty() && used + ENTRY_GAP + w > room {
-                    out.push(vec![e]);
-                    used = w;
-                } else {
-                    used += if last.is_empty() { w } else { ENTRY_GAP + w };
-                    out.last_mut().expect("one row at least").push(e);
-                }
-            }
-            out
-        })
+    let widths: Vec<Vec<i32>> = (rows.iter())
+        .map(|row| row.iter().map(|e| entry_width(area, e)).collect())
+        .collect();
+    let fits = |n: usize| {
+        (widths.iter().flat_map(|w| w.chunks(n)))
+            .all(|c| c.iter().sum::<i32>() + ENTRY_GAP * (c.len() as i32 - 1) <= room)
+    };
+    let longest = widths.iter().map(Vec::len).max().unwrap_or(1).max(1);
+    let n = (1..=longest).rev().find(|&n| fits(n)).unwrap_or(1);
+    let pieces: Vec<Vec<Vec<Entry>>> = (rows.into_iter())
+        .map(|row| row.chunks(n).map(<[Entry]>::to_vec).collect())
         .collect();
     let most = pieces.iter().map(Vec::len).max().unwrap_or(0);
     (0..most)

@@ -234,7 +234,7 @@ def make_rules(out_dir, g):
     files = []
     for name, rule in rule_cases(g):
         rule = {"format": "classwise-rule/1", **rule, "outputs": {}}
-        rows = steps.RULES[rule["rule"]](rule)[0]
+        rows, _, _ = steps.RULES[rule["rule"]](rule)
         for quantity, mine, _ in rows:
             if quantity == "plan.beta as beta/(1+beta)":
                 set_path(rule["outputs"], "plan.beta", [b / (1 - b) for b in mine])

@@ -188,7 +188,7 @@ impl ClassRule for Frl {
         let step_size = self
             .settings
             .remargin
-            .then(|| eps.iter().fold(0.0, |a: f64, &e| a.max(e / 4.0)));
+            .then(|| eps.iter().copied().fold(0.0, f64::max) / 4.0);
         Ok(ClassPlan {
             eps,
             beta: vec![self.beta; self.ctx.n_classes],

@@ -390,9 +390,8 @@ pub fn markdown(decisions: &Decisions, counting: &str) -> String {
     );
     for d in decided {
         let unit = Unit::of(&d.claim.metric);
-        let pts = |v: f64| unit.signed(v);
         let per_seed: Vec<String> = (d.seeds.iter().zip(&d.paired.differences))
-            .map(|(s, x)| format!("s{s}: {}", pts(*x)))
+            .map(|(s, x)| format!("s{s}: {}", unit.signed(*x)))
             .collect();
         out.push_str(&format!(
             "| {} | {} ({}) | {} | {} | {} | {} | {} | {} [{}, {}] | {} |\n",
@@ -407,9 +406,9 @@ pub fn markdown(decisions: &Decisions, counting: &str) -> String {
             unit.mean_std(&d.a),
             d.b.map_or("–".to_owned(), |b| unit.mean_std(&b)),
             per_seed.join(", "),
-            pts(d.paired.mean),
-            pts(d.paired.interval[0]),
-            pts(d.paired.interval[1]),
+            unit.signed(d.paired.mean),
+            unit.signed(d.paired.interval[0]),
+            unit.signed(d.paired.interval[1]),
             d.paired.verdict.name()
         ));
     }

@@ -152,9 +152,7 @@ impl RunDir {
         model.load_state(&WeightAverage::load(&average, updates)?.state())?;
         Ok(model)
     }
-}
 
-impl RunDir {
     /// Why the run has no model of the weight average `which` in checkpoint `ck`: no
     /// `[which]` in its config, or an average that never accepted an epoch (FAWA's gate never
     /// passed; the reference `PKU-ML/CFA:train.py` would hold the initial weights there).
