@@ -184,7 +184,7 @@ fn no_window_pass_in_train_mode_or_for_residual_networks() {
         [1, 28, 28],
         None,
     );
-    let x = Tensor::rand([2, 1, 28, 28], (Kind::Float, CPU));
+    let x = seeded(6, || Tensor::rand([2, 1, 28, 28], (Kind::Float, CPU)));
     assert!(small.window_forward(&x, true).is_none());
     let resnet = Model::new(
         &ModelSpec::new(Architecture::ResNet18, 10, [3, 32, 32]),
@@ -192,7 +192,7 @@ fn no_window_pass_in_train_mode_or_for_residual_networks() {
         1,
     )
     .unwrap();
-    let x = Tensor::rand([2, 3, 32, 32], (Kind::Float, CPU));
+    let x = seeded(7, || Tensor::rand([2, 3, 32, 32], (Kind::Float, CPU)));
     assert!(resnet.window_forward(&x, false).is_none());
 }
 
@@ -205,7 +205,7 @@ fn bad_windows_and_values_are_refused_by_name() {
         [1, 28, 28],
         None,
     );
-    let x = Tensor::rand([2, 1, 28, 28], (Kind::Float, CPU));
+    let x = seeded(8, || Tensor::rand([2, 1, 28, 28], (Kind::Float, CPU)));
     let mut fw = m.window_forward(&x, false).unwrap();
     let outside = Window {
         top: 26,
