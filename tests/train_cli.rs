@@ -52,6 +52,7 @@ fn paper_presets_follow_their_reference_code() {
         "fmnist-trades-cfa",
         "fmnist-trades",
         "fmnist-trades-classwise-beta",
+        "fmnist-tian-trades",
         "fmnist-frl-rwrm",
         "fmnist-frl-rw",
         "cifar10-tian-trades",
