@@ -97,9 +97,23 @@ pub const CATEGORY10: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-/// The colour of series `i` (cycling; black is kept for references such as bounds).
+/// The colour of series `i`: the seven colours of [`PALETTE`] after black, then the same hues
+/// darkened (series 7-13), then lightened (14-20), so that up to 21 series (the homing table's
+/// 11 groups) have a colour each; black is kept for references such as bounds.
 pub fn color(i: usize) -> RGBColor {
-    PALETTE[1 + i % (PALETTE.len() - 1)]
+    let hues = PALETTE.len() - 1;
+    let c = PALETTE[1 + i % hues];
+    match (i / hues) % 3 {
+        0 => c,
+        1 => shade(c, 0.55),
+        _ => tint(c, 0.45),
+    }
+}
+
+/// `c` with each channel scaled to the fraction `f` of its value (towards black).
+pub fn shade(c: RGBColor, f: f64) -> RGBColor {
+    let scale = |v: u8| (f * v as f64).round() as u8;
+    RGBColor(scale(c.0), scale(c.1), scale(c.2))
 }
 
 /// `c` at opacity `alpha` over white, as an opaque colour (for fills and their legend boxes).
@@ -464,6 +478,21 @@ mod tests {
         );
         let parts = clip_y(&[(1.0, 0.0), (100.0, 2.0)], 0.0, 1.0, true);
         assert!((parts[0][1].0 - 10.0).abs() < 1e-9, "{parts:?}");
+    }
+
+    #[test]
+    fn twenty_one_series_have_distinct_colours_none_black() {
+        let colours: Vec<RGBColor> = (0..21).map(color).collect();
+        for (i, a) in colours.iter().enumerate() {
+            assert_ne!(*a, PALETTE[0], "series {i} is black");
+            for (j, b) in colours[..i].iter().enumerate() {
+                assert_ne!(a, b, "series {j} and {i}");
+            }
+        }
+        // Orange (230, 159, 0) darkened to 0.55 and lightened to 0.45 over white, by hand.
+        assert_eq!(colours[7], RGBColor(127, 87, 0));
+        assert_eq!(colours[14], RGBColor(244, 212, 140));
+        assert_eq!(color(21), colours[0]);
     }
 
     #[test]
