@@ -153,6 +153,7 @@ fn planning_resolves_every_run_and_replanning_keeps_them() {
             ("fmnist-study-cfa".to_owned(), 18),
             ("fmnist-study-homing".to_owned(), 33),
             ("fmnist-study-tian".to_owned(), 12),
+            ("fmnist-study-tian-cfa-scaling".to_owned(), 6),
             ("fmnist-study-wat".to_owned(), 15),
             ("fmnist-tian-fig4-homing".to_owned(), 11),
             ("fmnist-wat-fig3-weight".to_owned(), 4),
