@@ -310,18 +310,24 @@ pub fn build(tools: &Tools, classwise: &Path, p: &BookPaths) -> anyhow::Result<(
 }
 
 /// The study's tables whose claims `results/fmnist/claims.toml` holds, in the chapter's order.
-pub const STUDY_TABLES: [&str; 6] = ["cfa", "wat", "tian", "tian-cfa-scaling", "bat", "homing"];
+pub const STUDY_TABLES: [&str; 5] = ["cfa", "wat", "tian", "bat", "homing"];
+
+/// The study's tables beside the ledger, with no claims of their own: compared for their figures.
+pub const STUDY_SIDE_TABLES: [&str; 1] = ["tian-cfa-scaling"];
 
 /// `classwise compare` (run in the repository's root) on each committed table of the Fashion-MNIST study into
 /// `src/study/<table>/`, and its claims (the title dropped, the sections one level lower)
-/// into `src/generated/study-<table>-claims.md`. A table not yet committed is skipped: the
-/// chapter names only committed ones, and mdBook fails on a missing include.
+/// into `src/generated/study-<table>-claims.md` ([`STUDY_SIDE_TABLES`]: no claims). A table not
+/// yet committed is skipped: the chapter names only committed ones, and mdBook fails on a
+/// missing include.
 fn study(classwise: &Path, src: &Path) -> anyhow::Result<()> {
     // Relative to the repository's root, where `classwise` runs: the outputs name their
     // inputs as the committed ones do.
     let results = Path::new("results").join("fmnist");
     let claims = results.join("claims.toml");
-    for table in STUDY_TABLES {
+    let tables = (STUDY_TABLES.iter().map(|t| (t, true)))
+        .chain(STUDY_SIDE_TABLES.iter().map(|t| (t, false)));
+    for (table, with_claims) in tables {
         let records = results.join(table);
         if !paths::repo_root()
             .join(&records)
@@ -331,17 +337,14 @@ fn study(classwise: &Path, src: &Path) -> anyhow::Result<()> {
             continue;
         }
         let out = src.join("study").join(table);
-        run_classwise(
-            classwise,
-            &["compare"],
-            &[
-                &records,
-                Path::new("--out"),
-                &out,
-                Path::new("--claims"),
-                &claims,
-            ],
-        )?;
+        let mut files = vec![records.as_path(), Path::new("--out"), &out];
+        if with_claims {
+            files.extend([Path::new("--claims"), &claims]);
+        }
+        run_classwise(classwise, &["compare"], &files)?;
+        if !with_claims {
+            continue;
+        }
         let text = std::fs::read_to_string(out.join("claims.md"))?;
         let body: Vec<String> = (text.lines().skip(1))
             .map(|l| match l.strip_prefix("## ") {
