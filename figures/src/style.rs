@@ -111,7 +111,7 @@ pub fn color(i: usize) -> RGBColor {
 }
 
 /// `c` with each channel scaled to the fraction `f` of its value (towards black).
-pub fn shade(c: RGBColor, f: f64) -> RGBColor {
+fn shade(c: RGBColor, f: f64) -> RGBColor {
     let scale = |v: u8| (f * v as f64).round() as u8;
     RGBColor(scale(c.0), scale(c.1), scale(c.2))
 }

@@ -104,9 +104,9 @@ def cw_fat_attack(model, x, y, eps, tau, alpha, n_iters, u):
     """``PKU-ML/CFA:attack.py:197-245`` (``fat_loss`` at 152-191 with one ε), in the mode the
     model is in (train in CFA's training, ``train.py:84``): δ = U(−1, 1)·ε_i clamped to
     [−x, 1 − x]; at each of at most ``n_iters`` rounds a sample steps iff its budget
-    ``control`` (τ) is positive, and spends one when misclassified; the gradient is that of the CE mean over the whole batch;
-    after each round with a step the batch is forwarded again (its prediction is the next
-    round's). Returns δ, the steps each sample took, and the number of rounds (the forwards)."""
+    ``control`` (τ) is positive, and spends one when misclassified; the gradient is that of the
+    CE mean over the whole batch; after each round with a step the batch is forwarded again (its
+    prediction is the next round's). Returns δ, the steps each sample took, and the number of rounds (the forwards)."""
     eps = eps.expand_as(x)
     delta = torch.clamp(u * eps, -x, 1 - x)
     control = torch.ones(len(x)) * tau
