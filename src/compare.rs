@@ -26,7 +26,9 @@ pub struct CompareArgs {
     #[arg(long, default_value = "last")]
     model: String,
     /// Name the group of a run directory: DIR=NAME (repeatable). Runs given the same name are
-    /// averaged as seeds of one method [default: the directory's name].
+    /// averaged as seeds of one method [default: the directory's name]. For a sweep directory,
+    /// NAME prefixes each of its groups (NAME:GROUP), so that two sweeps with groups of the same
+    /// name stay apart.
     #[arg(long = "label", value_name = "DIR=NAME")]
     labels: Vec<String>,
     /// Output folder: compare.md, compare.csv, compare.json, the figures and index.md.
@@ -44,6 +46,9 @@ pub struct CompareArgs {
     /// differences over seeds, under both countings, into claims.md and claims.json.
     #[arg(long, value_name = "FILE")]
     claims: Option<PathBuf>,
+    /// Write the tables (and the claims) only: no figures and no gallery.
+    #[arg(long)]
+    no_figures: bool,
 }
 
 /// How [`compare_into`] compares.
@@ -56,6 +61,8 @@ pub struct Options<'a> {
     pub model: &'a str,
     /// A claims file to decide.
     pub claims: Option<&'a Path>,
+    /// Render the figures and the gallery.
+    pub figures: bool,
 }
 
 /// The seed in a run's `config.toml`, if it has one.
@@ -96,12 +103,17 @@ fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
             let manifest = Manifest::load(input)?;
             let sweep = SweepDir(input.clone());
             let before = runs.len();
+            let prefix = label_of(&labels, input);
             for entry in &manifest.runs {
                 let dir = sweep.run(&entry.id);
                 if sweep.is_complete(&entry.id)? {
+                    let group = match &prefix {
+                        Some(p) => format!("{p}:{}", entry.group),
+                        None => entry.group.clone(),
+                    };
                     runs.push(RunInput {
                         dir,
-                        group: entry.group.clone(),
+                        group,
                         seed: Some(entry.seed),
                     });
                 } else {
@@ -128,13 +140,10 @@ fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
                 "{}: no such run or sweep directory",
                 input.display()
             );
-            let canonical = std::fs::canonicalize(input)?;
-            let group = labels
-                .iter()
-                .find(|(d, _)| *d == canonical)
-                .map(|(_, n)| n.clone())
+            let group = label_of(&labels, input)
                 .or_else(|| {
-                    canonical
+                    std::fs::canonicalize(input)
+                        .ok()?
                         .file_name()
                         .map(|n| n.to_string_lossy().into_owned())
                 })
@@ -148,13 +157,23 @@ fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
     }
     for (dir, _) in &labels {
         anyhow::ensure!(
-            runs.iter()
-                .any(|r| std::fs::canonicalize(&r.dir).is_ok_and(|d| d == *dir)),
-            "--label {}: not one of the run directories compared",
+            a.inputs
+                .iter()
+                .any(|i| std::fs::canonicalize(i).is_ok_and(|d| d == *dir)),
+            "--label {}: not one of the run or sweep directories compared",
             dir.display()
         );
     }
     Ok((runs, notes))
+}
+
+/// The `--label` NAME of the run or sweep directory `input`, if it has one.
+fn label_of(labels: &[(PathBuf, String)], input: &Path) -> Option<String> {
+    let canonical = std::fs::canonicalize(input).ok()?;
+    labels
+        .iter()
+        .find(|(d, _)| *d == canonical)
+        .map(|(_, n)| n.clone())
 }
 
 /// The baseline's group: a group name, or the group of a run directory.
@@ -198,6 +217,10 @@ pub fn compare_into(
     compare::write_tables(&comparison, model, out)?;
     if let Some(path) = options.claims {
         write_claims(&results, baseline.as_deref(), path, out)?;
+    }
+    compare::write_runs(&comparison, model, out)?;
+    if !options.figures {
+        return Ok((comparison, Vec::new(), Vec::new()));
     }
     let (figures, skipped) = compare::render_all(&comparison, &results, model, out)?;
     classwise_figures::write_index(
@@ -266,6 +289,7 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         counting: a.robust_counting,
         model: &a.model,
         claims: a.claims.as_deref(),
+        figures: !a.no_figures,
     };
     let (comparison, figures, skipped) = compare_into(runs, &options, &a.out)?;
     if a.json {
@@ -276,9 +300,12 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     for s in &skipped {
         eprintln!("not drawn: {s}");
     }
+    let figures = match a.no_figures {
+        true => "no figures".to_owned(),
+        false => format!("{} figures (gallery index.md)", figures.len()),
+    };
     eprintln!(
-        "wrote compare.md, compare.csv, compare.json and {} figures (gallery index.md) in {}",
-        figures.len(),
+        "wrote compare.md, compare.csv, compare.json, runs.md and {figures} in {}",
         a.out.display()
     );
     Ok(ExitCode::SUCCESS)

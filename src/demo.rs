@@ -281,6 +281,7 @@ fn compare_smoke(out: &Path, data_dir: Option<PathBuf>) -> anyhow::Result<Vec<St
         counting: None,
         model: "last",
         claims: None,
+        figures: true,
     };
     let (comparison, figures, _) =
         crate::compare::compare_into(runs, &options, &out.join("compare"))?;

@@ -2,14 +2,28 @@
 //! not trained) whose run directories get reports written here in the trainer's format, plus a
 //! standalone run directory named with `--label`. Checks the grouping by sweep group and label,
 //! the finished-runs-only rule, mean ± std and ρ in the JSON and the tables, the files written,
-//! and the errors for bad arguments. The statistics themselves are checked in detail in
-//! figures/tests/compare.rs.
+//! a second sweep's groups kept apart by `--label SWEEP=NAME`, and the errors for bad arguments.
+//! The statistics themselves are checked in detail in figures/tests/compare.rs.
 
 mod common;
 
 use std::path::Path;
 
 use common::{classwise, text};
+
+/// Copies the folder `from` to `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
 
 /// A report as `classwise train` writes it (only what compare reads is meaningful; the derived
 /// statistics are recomputed on reading), 3 classes of 10 test images.
@@ -132,6 +146,43 @@ fn compare_groups_sweep_runs_and_labelled_runs() {
     }
     let md = std::fs::read_to_string(dest.join("compare.md")).unwrap();
     assert!(md.contains("| uniform | 80.0 / 80.0 / 0.143 |"), "{md}");
+
+    assert!(dest.join("runs.md").is_file(), "runs.md missing");
+
+    // A second sweep with the same groups: `--label SWEEP=NAME` keeps its groups apart as
+    // NAME:GROUP; without it, the note says the two runs of one seed were averaged.
+    let again = tmp.path().join("again");
+    copy_dir(&sweep, &again);
+    let both = |label: bool| {
+        let mut cmd = classwise(&["compare"]);
+        cmd.arg(&sweep)
+            .arg(&again)
+            .arg("--json")
+            .arg("--no-figures");
+        if label {
+            cmd.arg("--label").arg(format!("{}=again", again.display()));
+        }
+        let out = cmd
+            .arg("--out")
+            .arg(tmp.path().join("both"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let c = both(true);
+    let names: Vec<&str> = (c["groups"].as_array().unwrap().iter())
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    let (a1, a2) = (format!("again:{first}"), format!("again:{second}"));
+    assert_eq!(names, [first.as_str(), second.as_str(), &a1, &a2]);
+    assert!(tmp.path().join("both/runs.md").is_file());
+    assert!(!tmp.path().join("both/compare-class-bars.png").exists());
+    assert!(!tmp.path().join("both/index.md").exists());
+    let c = both(false);
+    assert_eq!(c["groups"][0]["seeds"], serde_json::json!([0, 1, 0, 1]));
+    let notes = c["notes"].to_string();
+    assert!(notes.contains("are both seed 0"), "{notes}");
 
     for (args, expected) in [
         (vec!["--model", "final"], "--model final: expected one of"),

@@ -122,6 +122,62 @@ impl Paired {
             verdict,
         })
     }
+
+    /// The seeds a claim of `sign` would need with the observed d̄ and s_d ([`SeedsNeeded`]),
+    /// searched up to `cap`.
+    pub fn seeds_needed(&self, sign: Sign, cap: usize) -> Result<SeedsNeeded> {
+        if self.verdict != Verdict::Inconclusive {
+            return Ok(SeedsNeeded::Decided);
+        }
+        let wanted = match sign {
+            Sign::Positive => self.mean > 0.0,
+            Sign::Negative => self.mean < 0.0,
+        };
+        if !wanted {
+            return Ok(SeedsNeeded::OppositeSign);
+        }
+        for n in 2..=cap {
+            let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+                .map_err(|e| invalid("degrees of freedom", n - 1, e.to_string()))?
+                .inverse_cdf(0.5 + self.level / 2.0);
+            if t * self.std / (n as f64).sqrt() < self.mean.abs() {
+                return Ok(SeedsNeeded::Seeds(n));
+            }
+        }
+        Ok(SeedsNeeded::NotDecidable)
+    }
+}
+
+/// How many paired seeds an inconclusive claim would need to be decided with its observed
+/// numbers: the smallest n ≥ 2 whose interval d̄ ± t(1 − α/2, n − 1)·s_d/√n excludes 0 when the
+/// mean and standard deviation of the differences stay at the observed d̄ and s_d.
+///
+/// This is the plug-in sample size, not a power calculation: with n seeds the half-width equals
+/// the observed |d̄| on average, so a study of n seeds whose true difference is d̄ decides it about
+/// half of the time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SeedsNeeded {
+    /// The interval already excludes 0.
+    Decided,
+    /// This many seeds (at most the cap asked for).
+    Seeds(usize),
+    /// d̄ has the claim's opposite sign (or is 0): more seeds would at best refute the claim.
+    OppositeSign,
+    /// More seeds than the cap: |d̄| is negligible against s_d.
+    NotDecidable,
+}
+
+impl SeedsNeeded {
+    /// As the ledger writes it: `–`, `N`, `opposite sign`, `not decidable (> CAP)`.
+    pub fn describe(self, cap: usize) -> String {
+        match self {
+            SeedsNeeded::Decided => "–".to_owned(),
+            SeedsNeeded::Seeds(n) => n.to_string(),
+            SeedsNeeded::OppositeSign => "opposite sign".to_owned(),
+            SeedsNeeded::NotDecidable => format!("not decidable (> {cap})"),
+        }
+    }
 }
 
 #[cfg(test)]

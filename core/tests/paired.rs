@@ -2,7 +2,7 @@
 //! results/fmnist/README.md), against hand-computed intervals. t(0.975, 2) = 4.302653 and
 //! t(0.975, 4) = 2.776445 are the tabulated Student quantiles.
 
-use classwise_core::aggregate::{Paired, Sign, Verdict};
+use classwise_core::aggregate::{Paired, SeedsNeeded, Sign, Verdict};
 
 #[test]
 fn intervals_and_verdicts_are_the_hand_computed_ones() {
@@ -48,4 +48,62 @@ fn too_few_or_bad_differences_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("level"), "{e}");
+}
+
+/// The seeds an inconclusive claim would need with its observed numbers, against the tabulated
+/// quantiles t(0.975, 3) = 3.182446, t(0.975, 5) = 2.570582, t(0.975, 6) = 2.446912 and
+/// t(0.975, 99) = 1.984217.
+#[test]
+fn seeds_needed_are_the_hand_computed_ones() {
+    // 1, 2, 3: mean 2, s = 1. n = 3: 4.302653 / √3 = 2.484 ≥ 2; n = 4: 3.182446 / 2 = 1.591 < 2.
+    let p = Paired::of(vec![1.0, 2.0, 3.0], Sign::Positive, 0.95).unwrap();
+    assert_eq!(p.verdict, Verdict::Inconclusive);
+    assert_eq!(
+        p.seeds_needed(Sign::Positive, 100).unwrap(),
+        SeedsNeeded::Seeds(4)
+    );
+    // 0, 1, 2: mean 1, s = 1. n = 6: 2.570582 / √6 = 1.0494 ≥ 1; n = 7: 2.446912 / √7 = 0.9248.
+    let p = Paired::of(vec![0.0, 1.0, 2.0], Sign::Positive, 0.95).unwrap();
+    assert_eq!(
+        p.seeds_needed(Sign::Positive, 100).unwrap(),
+        SeedsNeeded::Seeds(7)
+    );
+    // The cap is inclusive: 6 seeds are not enough, so a cap of 6 says not decidable.
+    assert_eq!(
+        p.seeds_needed(Sign::Positive, 6).unwrap(),
+        SeedsNeeded::NotDecidable
+    );
+    assert_eq!(
+        p.seeds_needed(Sign::Positive, 7).unwrap(),
+        SeedsNeeded::Seeds(7)
+    );
+    // The same numbers against a claim of the other sign.
+    assert_eq!(
+        p.seeds_needed(Sign::Negative, 100).unwrap(),
+        SeedsNeeded::OppositeSign
+    );
+    // 1.7, −2.4, 0.5: mean −0.0667, s = 2.1079. Even n = 100 gives a half-width of
+    // 1.984217 · 2.1079 / 10 = 0.418 > 0.0667.
+    let p = Paired::of(vec![1.7, -2.4, 0.5], Sign::Negative, 0.95).unwrap();
+    assert_eq!(
+        p.seeds_needed(Sign::Negative, 100).unwrap(),
+        SeedsNeeded::NotDecidable
+    );
+    // A decided claim needs no more seeds, whichever its verdict.
+    let p = Paired::of(vec![0.9, 1.0, 1.1], Sign::Negative, 0.95).unwrap();
+    assert_eq!(p.verdict, Verdict::Refuted);
+    assert_eq!(
+        p.seeds_needed(Sign::Negative, 100).unwrap(),
+        SeedsNeeded::Decided
+    );
+    let texts: Vec<String> = [
+        SeedsNeeded::Decided,
+        SeedsNeeded::Seeds(4),
+        SeedsNeeded::OppositeSign,
+        SeedsNeeded::NotDecidable,
+    ]
+    .iter()
+    .map(|s| s.describe(100))
+    .collect();
+    assert_eq!(texts, ["–", "4", "opposite sign", "not decidable (> 100)"]);
 }

@@ -1136,7 +1136,7 @@ fn claim(id: &str, a: &str, b: Option<&str>, metric: &str, sign: &str) -> String
 /// Claims decided by paired seeds, against differences and intervals computed by hand.
 #[test]
 fn claims_are_decided_by_paired_seeds() {
-    use classwise_core::aggregate::Verdict;
+    use classwise_core::aggregate::{SeedsNeeded, Verdict};
     use classwise_figures::compare::claims::ClaimsFile;
     let tmp = tempfile::tempdir().unwrap();
     // Class d is each run's worst: A's 0.30, 0.35, 0.40 and B's 0.10, 0.20, 0.20 robust.
@@ -1216,7 +1216,7 @@ fn claims_are_decided_by_paired_seeds() {
         "{md}"
     );
     assert!(
-        md.contains("s0: +20.0, s1: +15.0, s2: +20.0 | +18.3 [+11.2, +25.5] | reproduced"),
+        md.contains("s0: +20.0, s1: +15.0, s2: +20.0 | +18.3 [+11.2, +25.5] | reproduced | – |"),
         "{md}"
     );
     // The class-wise variance is written as a fraction², not in points: the population
@@ -1281,6 +1281,48 @@ fn claims_are_decided_by_paired_seeds() {
         mixed.undecided[0].reason,
         "`fawa` is not in every run of A (compare.md's notes say in how many)"
     );
+    // With pair_available the claim pairs the seeds whose runs have the model: A's FAWA (seeds
+    // 0, 1: class d 0.30, 0.35) against B (0.10, 0.20): d = 0.2, 0.15, mean 0.175,
+    // s = 0.035355, half-width t(0.975, 1) · s / √2 = 12.7062 · 0.025 = 0.31766: inconclusive.
+    // Seeds to decide: n = 3 gives 4.302653 · 0.035355 / √3 = 0.0878 < 0.175.
+    let available = claim("avail", "A", Some("B"), "robust:d", "+")
+        .replacen("\"last\"", "\"fawa\"", 1)
+        + "pair_available = true\n";
+    let available = file(&available).unwrap().decide(&c, &results).unwrap();
+    let d = &available.decided[0];
+    assert_eq!(d.seeds, [0, 1]);
+    for (x, want) in d.paired.differences.iter().zip([0.2, 0.15]) {
+        close(*x, want);
+    }
+    assert!((d.paired.interval[1] - (0.175 + 0.31766)).abs() < 1e-4);
+    assert_eq!(d.paired.verdict, Verdict::Inconclusive);
+    assert_eq!(d.seeds_needed, SeedsNeeded::Seeds(3));
+    let md = classwise_figures::compare::claims::markdown(&available, "adversarial-only");
+    assert!(
+        md.contains("| s0: +20.0, s1: +15.0 | +17.5 [-14.3, +49.3] | inconclusive | 3 |"),
+        "{md}"
+    );
+    // Two runs of one seed in a group (two sweeps' groups of the same name) are refused.
+    let mut twice = results.clone();
+    twice.push(
+        RunResults::read(RunInput {
+            dir: tmp.path().join("B-s0"),
+            group: "B".into(),
+            seed: Some(0),
+        })
+        .unwrap(),
+    );
+    let c2 = Comparison::new(&twice, None, None).unwrap();
+    assert!(
+        c2.notes.iter().any(|n| n.contains("are both seed 0")),
+        "{:?}",
+        c2.notes
+    );
+    let e = claims.decide(&c2, &twice).unwrap_err().to_string();
+    assert!(
+        e.contains("two runs of seed 0") && e.contains("--label"),
+        "{e}"
+    );
     // A claim's own evaluation, when the comparison has none such, is an error naming it.
     let other = format!("{}attack = \"fgsm\"\n", one("A", "robust_worst"));
     assert!(err(&other).contains("claim x: attack"), "{}", err(&other));
@@ -1289,4 +1331,52 @@ fn claims_are_decided_by_paired_seeds() {
     assert!(err(&one("A", "robust:e")).contains("a class of"));
     let e = file("").unwrap_err().to_string();
     assert!(e.contains("claims.toml"), "{e}");
+}
+
+/// `runs.md` lists each group's runs one by one (here under AutoAttack, the primary evaluation),
+/// and finds a group whose runs gave the same reports as another's, seed by seed.
+#[test]
+fn runs_table_shows_each_run_and_identical_groups() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut inputs = runs(tmp.path());
+    // A copy of base's two runs as a group of its own: the same reports, seed by seed.
+    for seed in 0..2u64 {
+        let (from, to) = (
+            tmp.path().join(format!("base-s{seed}")),
+            tmp.path().join(format!("copy-s{seed}")),
+        );
+        std::fs::create_dir_all(&to).unwrap();
+        for f in std::fs::read_dir(&from).unwrap() {
+            let f = f.unwrap().path();
+            std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+        }
+        inputs.push(RunInput {
+            dir: to,
+            group: "copy".into(),
+            seed: Some(seed),
+        });
+    }
+    let c = Comparison::new(&read(inputs), None, None).unwrap();
+    let md = classwise_figures::compare::runs::markdown(&c, "last");
+    assert!(md.contains(&format!("Model `last` under {AA}")), "{md}");
+    // base: clean averages 0.8 and 0.75; the weakest clean class is d (0.6 in both runs); under
+    // AutoAttack d is each run's worst (0.1, 0.1) and a's 0.7 / 0.5 spans the widest range.
+    assert!(
+        md.contains(
+            "| base | 0, 1 | 75.0–80.0 | d 60.0 / 60.0 | d 10.0 / d 10.0 | a 70.0 / 50.0 \
+             (range 20.0) | copy |"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| copy | 0, 1 | 75.0–80.0 |"), "{md}");
+    assert!(md.ends_with("(range 20.0) | base |\n"), "{md}");
+    // fair: one run, every class clean at 0.8 (the first is named), AutoAttack 0.4, 0.4, 0.3,
+    // 0.3 (c is the first lowest); no class spans a range.
+    assert!(
+        md.contains("| fair | 0 | 80.0–80.0 | a 80.0 | c 30.0 | d 30.0 (range 0.0) | – |"),
+        "{md}"
+    );
+    // A model no group has: said, no table.
+    let none = classwise_figures::compare::runs::markdown(&c, "fawa");
+    assert!(none.contains("No evaluation of model `fawa` is common to every group"));
 }

@@ -315,11 +315,65 @@ pub const STUDY_TABLES: [&str; 5] = ["cfa", "wat", "tian", "bat", "homing"];
 /// The study's tables beside the ledger, with no claims of their own: compared for their figures.
 pub const STUDY_SIDE_TABLES: [&str; 1] = ["tian-cfa-scaling"];
 
+/// The study's comparisons across its tables, as `results/fmnist/README.md` runs them: the
+/// output folder under `src/study/`, the arguments of `classwise compare` (without `--out`),
+/// the output the chapter includes and the name of the include in `src/generated/`. The
+/// registered versions of the revised claims, and the runs one by one (last and best models).
+pub const STUDY_ACROSS: [(&str, &[&str], &str, &str); 3] = [
+    (
+        "registered",
+        &[
+            "results/fmnist/cfa",
+            "results/fmnist/tian",
+            "results/fmnist/tian-cfa-scaling",
+            "--label",
+            "results/fmnist/tian-cfa-scaling=cfa-scaling",
+            "--no-figures",
+            "--claims",
+            "results/fmnist/claims-registered.toml",
+        ],
+        "claims.md",
+        "study-registered-claims.md",
+    ),
+    (
+        "scale-last",
+        &[
+            "results/fmnist/cfa",
+            "results/fmnist/wat",
+            "results/fmnist/tian",
+            "results/fmnist/tian-cfa-scaling",
+            "results/fmnist/bat",
+            "--label",
+            "results/fmnist/tian-cfa-scaling=cfa-scaling",
+            "--no-figures",
+        ],
+        "runs.md",
+        "study-scale-last.md",
+    ),
+    (
+        "scale-best",
+        &[
+            "results/fmnist/cfa",
+            "results/fmnist/wat",
+            "results/fmnist/tian",
+            "results/fmnist/tian-cfa-scaling",
+            "results/fmnist/bat",
+            "--label",
+            "results/fmnist/tian-cfa-scaling=cfa-scaling",
+            "--model",
+            "best",
+            "--no-figures",
+        ],
+        "runs.md",
+        "study-scale-best.md",
+    ),
+];
+
 /// `classwise compare` (run in the repository's root) on each committed table of the Fashion-MNIST study into
 /// `src/study/<table>/`, and its claims (the title dropped, the sections one level lower)
-/// into `src/generated/study-<table>-claims.md` ([`STUDY_SIDE_TABLES`]: no claims). A table not
-/// yet committed is skipped: the chapter names only committed ones, and mdBook fails on a
-/// missing include.
+/// into `src/generated/study-<table>-claims.md` ([`STUDY_SIDE_TABLES`]: no claims); then the
+/// comparisons across tables ([`STUDY_ACROSS`]). A table not yet committed is skipped: the
+/// chapter names only committed ones, and mdBook fails on a missing include.
 fn study(classwise: &Path, src: &Path) -> anyhow::Result<()> {
     // Relative to the repository's root, where `classwise` runs: the outputs name their
     // inputs as the committed ones do.
@@ -327,36 +381,56 @@ fn study(classwise: &Path, src: &Path) -> anyhow::Result<()> {
     let claims = results.join("claims.toml");
     let tables = (STUDY_TABLES.iter().map(|t| (t, true)))
         .chain(STUDY_SIDE_TABLES.iter().map(|t| (t, false)));
-    for (table, with_claims) in tables {
-        let records = results.join(table);
-        if !paths::repo_root()
-            .join(&records)
+    let committed = |table: &str| {
+        paths::repo_root()
+            .join(&results)
+            .join(table)
             .join("manifest.json")
             .is_file()
-        {
+    };
+    for (table, with_claims) in tables {
+        if !committed(table) {
             continue;
         }
+        let records = results.join(table);
         let out = src.join("study").join(table);
         let mut files = vec![records.as_path(), Path::new("--out"), &out];
         if with_claims {
             files.extend([Path::new("--claims"), &claims]);
         }
         run_classwise(classwise, &["compare"], &files)?;
-        if !with_claims {
-            continue;
+        if with_claims {
+            let page = format!("study-{table}-claims.md");
+            include(&out.join("claims.md"), &src.join("generated").join(page))?;
         }
-        let text = std::fs::read_to_string(out.join("claims.md"))?;
-        let body: Vec<String> = (text.lines().skip(1))
-            .map(|l| match l.strip_prefix("## ") {
-                Some(rest) => format!("#### {rest}"),
-                None => l.to_owned(),
-            })
-            .collect();
-        let page = src
-            .join("generated")
-            .join(format!("study-{table}-claims.md"));
-        std::fs::write(page, body.join("\n") + "\n")?;
     }
+    if !STUDY_TABLES
+        .iter()
+        .chain(&STUDY_SIDE_TABLES)
+        .all(|t| committed(t))
+    {
+        return Ok(());
+    }
+    for (name, args, output, page) in STUDY_ACROSS {
+        let out = src.join("study").join(name);
+        let files = [Path::new("--out"), &out];
+        run_classwise(classwise, &[&["compare"], args].concat(), &files)?;
+        include(&out.join(output), &src.join("generated").join(page))?;
+    }
+    Ok(())
+}
+
+/// Copies the markdown `from` into `to` for an include: its title dropped, its sections one
+/// level lower.
+fn include(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(from)?;
+    let body: Vec<String> = (text.lines().skip(1))
+        .map(|l| match l.strip_prefix("## ") {
+            Some(rest) => format!("#### {rest}"),
+            None => l.to_owned(),
+        })
+        .collect();
+    std::fs::write(to, body.join("\n") + "\n")?;
     Ok(())
 }
 

@@ -15,6 +15,7 @@
 //! metric = "robust_worst"       # a scalar of compare (SCALARS), or robust:CLASS,
 //! sign = "+"                    # clean:CLASS, robust_gap:CLASS (CLASS minus the lowest other)
 //! # attack = "…", eps = "…"     # optional: this claim's evaluation, when not the file's
+//! # pair_available = true        # optional: pair the seeds whose runs have the model
 //! ```
 //!
 //! Without `b`, a claim is on A alone: d_s = Q(A, s), e.g. "Shirt is the least robust class"
@@ -24,12 +25,19 @@
 //!
 //! A claim naming a group absent from the comparison is listed as not decided (a ledger is
 //! decided table by table as its runs finish); a file none of whose claims can be decided is
-//! refused, naming the groups compared.
+//! refused, naming the groups compared. A claim on a model that some runs of its group lack (a
+//! FAWA that accepted no epoch) is not decided either, unless it sets `pair_available`: then it
+//! is paired on the seeds whose runs have the model.
+//!
+//! Each inconclusive claim also gets the seeds it would need to be decided if the mean and the
+//! standard deviation of its differences stayed as observed
+//! ([`SeedsNeeded`](classwise_core::aggregate::SeedsNeeded), searched up to [`SEEDS_CAP`]).
 
-use classwise_core::aggregate::{MeanStd, Paired, Sign};
+use classwise_core::aggregate::{MeanStd, Paired, SeedsNeeded, Sign};
 use classwise_core::record::REPORT_FILES;
 use serde::{Deserialize, Serialize};
 
+use super::alike::counting_of;
 use super::homing::homing_share;
 use super::load::{AttackKey, RunResults};
 use super::stats::{Comparison, RunMetrics, SCALARS};
@@ -37,6 +45,10 @@ use crate::error::{Result, invalid};
 
 /// The 95 % intervals of the ledger.
 pub const LEVEL: f64 = 0.95;
+
+/// The most seeds [`SeedsNeeded`] searches: an inconclusive claim that more would not decide is
+/// "not decidable" (its |d̄| is below about a fifth of s_d: t(0.975, 99)/√100 = 0.198).
+pub const SEEDS_CAP: usize = 100;
 
 /// A claims file.
 #[derive(Clone, Debug, Deserialize)]
@@ -65,6 +77,10 @@ pub struct Claim {
     pub attack: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eps: Option<String>,
+    /// Pair the seeds whose runs have the model when some runs of a group lack it, instead of
+    /// leaving the claim not decided.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pair_available: bool,
 }
 
 /// A group and the model of its runs a claim reads.
@@ -83,6 +99,8 @@ pub struct Decided {
     pub a: MeanStd,
     pub b: Option<MeanStd>,
     pub paired: Paired,
+    /// The seeds it would need with the observed d̄ and s_d, up to [`SEEDS_CAP`].
+    pub seeds_needed: SeedsNeeded,
 }
 
 /// A claim the comparison cannot decide.
@@ -179,7 +197,7 @@ fn decide(
 ) -> Result<std::result::Result<Decided, String>> {
     let read = |side: &Side| match claim.metric.strip_prefix("homing:") {
         Some(pair) => homing_per_seed(c, runs, side, pair, &claim.id),
-        None => per_seed(c, key, side, &claim.metric, &claim.id),
+        None => per_seed(c, runs, key, side, claim),
     };
     let mut a = match read(&claim.a)? {
         Ok(a) => a,
@@ -202,25 +220,30 @@ fn decide(
         Ok(p) => p,
         Err(e) => return Ok(Err(format!("seeds {seeds:?}: {e}"))),
     };
+    let seeds_needed = paired
+        .seeds_needed(claim.sign, SEEDS_CAP)
+        .map_err(|e| invalid(format!("claim {}", claim.id), e, "seeds to decide"))?;
     Ok(Ok(Decided {
         claim: claim.clone(),
         seeds,
         a: MeanStd::of(&va).expect("two seeds or more"),
         b: (claim.b.as_ref()).map(|_| MeanStd::of(&vb).expect("two seeds or more")),
         paired,
+        seeds_needed,
     }))
 }
 
 /// The metric of each run of `side`, by seed, sorted by seed; `Ok(Err(reason))` when the
 /// model is not in every run of the group (a FAWA that accepted no epoch holds no model), so
-/// compare has no statistics of it.
+/// compare has no statistics of it, unless the claim pairs the available seeds.
 fn per_seed(
     c: &Comparison,
+    runs: &[RunResults],
     key: &AttackKey,
     side: &Side,
-    metric: &str,
-    id: &str,
+    claim: &Claim,
 ) -> Result<std::result::Result<Vec<(u64, f64)>, String>> {
+    let (metric, id) = (claim.metric.as_str(), claim.id.as_str());
     let what = || format!("claim {id}: {} ({})", side.group, side.model);
     let group = c
         .groups
@@ -235,6 +258,9 @@ fn per_seed(
             )
         })?;
     let Some(stats) = group.get(&side.model, key) else {
+        if claim.pair_available && REPORT_FILES.iter().any(|(m, _)| *m == side.model) {
+            return available(c, runs, key, side, claim).map(Ok);
+        }
         if REPORT_FILES.iter().any(|(m, _)| *m == side.model) {
             return Ok(Err(format!(
                 "`{}` is not in every run of {} (compare.md's notes say in how many)",
@@ -253,8 +279,33 @@ fn per_seed(
         let seed = seed.ok_or_else(|| invalid(what(), "a run without a seed", "seeded runs"))?;
         out.push((seed, value(run, metric, &group.class_names, id)?));
     }
-    out.sort_by_key(|(s, _)| *s);
-    Ok(Ok(out))
+    by_seed(out, side).map(Ok)
+}
+
+/// The metric of each run of `side` that has its model under `key`, by seed, sorted by seed
+/// (robust accuracy under the comparison's counting, as [`Comparison::new`] reads it).
+fn available(
+    c: &Comparison,
+    runs: &[RunResults],
+    key: &AttackKey,
+    side: &Side,
+    claim: &Claim,
+) -> Result<Vec<(u64, f64)>> {
+    let classes = c.class_names();
+    let mut out = Vec::new();
+    for r in runs.iter().filter(|r| r.input.group == side.group) {
+        let Some(e) = r.get(&side.model, key) else {
+            continue;
+        };
+        let what = r.input.dir.join(&e.file).display().to_string();
+        let seed = r
+            .input
+            .seed
+            .ok_or_else(|| invalid(what.clone(), "a run without a seed", "seeded runs"))?;
+        let metrics = RunMetrics::of(&e.report, &what, counting_of(&e.report, c.prefer))?;
+        out.push((seed, value(&metrics, &claim.metric, &classes, &claim.id)?));
+    }
+    by_seed(out, side)
 }
 
 /// `homing:I->J` of each run of `side`, by seed (see the module docs); `Ok(Err(reason))` for
@@ -297,8 +348,21 @@ fn homing_per_seed(
             }
         }
     }
-    out.sort_by_key(|(s, _)| *s);
-    Ok(Ok(out))
+    by_seed(out, side).map(Ok)
+}
+
+/// `values` sorted by seed; refused when two runs of the side have the same seed (two sweeps
+/// with a group of the same name: pairing by seed would be ambiguous).
+fn by_seed(mut values: Vec<(u64, f64)>, side: &Side) -> Result<Vec<(u64, f64)>> {
+    values.sort_by_key(|(s, _)| *s);
+    if let Some(w) = values.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(invalid(
+            side.group.clone(),
+            format!("two runs of seed {}", w[0].0),
+            "one run per seed in a group (name two sweeps' groups apart with --label SWEEP=NAME)",
+        ));
+    }
+    Ok(values)
 }
 
 /// `metric` of one run's report.
@@ -384,8 +448,10 @@ pub fn markdown(decisions: &Decisions, counting: &str) -> String {
         "Robust counting: {counting}. Values in percent (points), the class-wise variances \
          (`clean_cv`, `robust_cv`) as fractions²; d = A − B per seed; interval: {:.0} % t \
          interval of the mean difference.\n\n\
-         | id | A | B | Q | A | B | d per seed | mean d [interval] | verdict |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+         Seeds to decide: with the observed mean and standard deviation of d, the fewest \
+         seeds whose interval would exclude 0 (up to {SEEDS_CAP}).\n\n\
+         | id | A | B | Q | A | B | d per seed | mean d [interval] | verdict | seeds to decide |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
         100.0 * LEVEL
     );
     for d in decided {
@@ -394,7 +460,7 @@ pub fn markdown(decisions: &Decisions, counting: &str) -> String {
             .map(|(s, x)| format!("s{s}: {}", unit.signed(*x)))
             .collect();
         out.push_str(&format!(
-            "| {} | {} ({}) | {} | {} | {} | {} | {} | {} [{}, {}] | {} |\n",
+            "| {} | {} ({}) | {} | {} | {} | {} | {} | {} [{}, {}] | {} | {} |\n",
             d.claim.id,
             d.claim.a.group,
             d.claim.a.model,
@@ -409,7 +475,8 @@ pub fn markdown(decisions: &Decisions, counting: &str) -> String {
             unit.signed(d.paired.mean),
             unit.signed(d.paired.interval[0]),
             unit.signed(d.paired.interval[1]),
-            d.paired.verdict.name()
+            d.paired.verdict.name(),
+            d.seeds_needed.describe(SEEDS_CAP)
         ));
     }
     if !decisions.undecided.is_empty() {

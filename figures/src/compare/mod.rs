@@ -4,7 +4,8 @@
 //! evaluations of `classwise eval` and `classwise eval --protocol`); [`stats`] groups the runs
 //! (one method, several seeds) and computes the papers' class-wise metrics, mean ± std over
 //! seeds, with WAT's ρ against a baseline; [`tables`] writes them in the papers' table formats;
-//! [`figures`] draws the papers' class-wise figures.
+//! [`runs`] lists what the means hide, run by run; [`figures`] draws the papers' class-wise
+//! figures.
 
 pub mod alike;
 pub mod claims;
@@ -14,6 +15,7 @@ pub mod figures;
 pub mod homing;
 pub mod load;
 pub mod param;
+pub mod runs;
 pub mod stats;
 pub mod tables;
 
@@ -46,6 +48,13 @@ pub fn write_tables(c: &Comparison, model: &str, out: &Path) -> Result<[PathBuf;
     })?;
     write_atomic(&paths[2], json.as_bytes())?;
     Ok(paths)
+}
+
+/// Writes `runs.md` ([`runs::markdown`]) into `out`; returns its path.
+pub fn write_runs(c: &Comparison, model: &str, out: &Path) -> Result<PathBuf> {
+    let path = out.join("runs.md");
+    write_atomic(&path, runs::markdown(c, model).as_bytes())?;
+    Ok(path)
 }
 
 /// Renders the figures of the comparison into `out` for `model` under its

@@ -242,6 +242,10 @@ pub struct Comparison {
     pub keys: Vec<AttackKey>,
     /// Evaluations not present in every run of a group (left out of its statistics).
     pub notes: Vec<String>,
+    /// The counting robust accuracy was read under where a report has it (`prefer` of
+    /// [`Comparison::new`]).
+    #[serde(skip)]
+    pub prefer: Option<RobustCounting>,
 }
 
 impl Comparison {
@@ -292,6 +296,7 @@ impl Comparison {
         let mut models: Vec<String> = Vec::new();
         for name in names {
             let members: Vec<&RunResults> = runs.iter().filter(|r| r.input.group == name).collect();
+            notes.extend(repeated_seeds(name, &members));
             let mut pairs: Vec<(&str, &AttackKey)> = Vec::new();
             for e in members.iter().flat_map(|r| &r.evaluations) {
                 if !pairs.contains(&(e.model.as_str(), &e.key)) {
@@ -368,6 +373,7 @@ impl Comparison {
             models,
             keys,
             notes,
+            prefer,
         })
     }
 
@@ -406,6 +412,24 @@ impl Comparison {
                     .min_by(|a, b| mean_robust(a).total_cmp(&mean_robust(b)))
             })
     }
+}
+
+/// A note for each seed that two runs of the group share (two sweeps with a group of the same
+/// name, or run directories labelled alike): they are averaged as separate runs.
+fn repeated_seeds(name: &str, members: &[&RunResults]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (i, r) in members.iter().enumerate() {
+        let Some(seed) = r.input.seed else { continue };
+        if let Some(o) = members[..i].iter().find(|o| o.input.seed == Some(seed)) {
+            notes.push(format!(
+                "{name}: {} and {} are both seed {seed}; averaged as two runs (name them apart \
+                 with --label DIR=NAME)",
+                o.input.dir.display(),
+                r.input.dir.display()
+            ));
+        }
+    }
+    notes
 }
 
 /// ρ of WAT eq. (7) of `s` against `base` from their mean `clean` or `robust` accuracies.
