@@ -50,60 +50,45 @@ fn too_few_or_bad_differences_are_refused() {
     assert!(e.contains("level"), "{e}");
 }
 
+/// The seeds a claim of `sign` on the differences `d` would need, searched up to `cap`.
+fn needed(d: &[f64], sign: Sign, cap: usize) -> SeedsNeeded {
+    let p = Paired::of(d.to_vec(), sign, 0.95).unwrap();
+    p.seeds_needed(sign, cap).unwrap()
+}
+
 /// The seeds an inconclusive claim would need with its observed numbers, against the tabulated
 /// quantiles t(0.975, 3) = 3.182446, t(0.975, 5) = 2.570582, t(0.975, 6) = 2.446912 and
 /// t(0.975, 99) = 1.984217.
 #[test]
 fn seeds_needed_are_the_hand_computed_ones() {
-    // 1, 2, 3: mean 2, s = 1. n = 3: 4.302653 / √3 = 2.484 ≥ 2; n = 4: 3.182446 / 2 = 1.591 < 2.
-    let p = Paired::of(vec![1.0, 2.0, 3.0], Sign::Positive, 0.95).unwrap();
-    assert_eq!(p.verdict, Verdict::Inconclusive);
+    use SeedsNeeded::{Decided, NotDecidable, OppositeSign, Seeds};
+    use Sign::{Negative, Positive};
+    // 1, 2, 3: mean 2, s = 1, inconclusive with 3 seeds (half-width 4.302653 / √3 = 2.484 ≥ 2);
+    // n = 4: 3.182446 / 2 = 1.591 < 2.
+    let d = [1.0, 2.0, 3.0];
     assert_eq!(
-        p.seeds_needed(Sign::Positive, 100).unwrap(),
-        SeedsNeeded::Seeds(4)
+        Paired::of(d.to_vec(), Positive, 0.95).unwrap().verdict,
+        Verdict::Inconclusive
     );
+    assert_eq!(needed(&d, Positive, 100), Seeds(4));
     // 0, 1, 2: mean 1, s = 1. n = 6: 2.570582 / √6 = 1.0494 ≥ 1; n = 7: 2.446912 / √7 = 0.9248.
-    let p = Paired::of(vec![0.0, 1.0, 2.0], Sign::Positive, 0.95).unwrap();
-    assert_eq!(
-        p.seeds_needed(Sign::Positive, 100).unwrap(),
-        SeedsNeeded::Seeds(7)
-    );
-    // The cap is inclusive: 6 seeds are not enough, so a cap of 6 says not decidable.
-    assert_eq!(
-        p.seeds_needed(Sign::Positive, 6).unwrap(),
-        SeedsNeeded::NotDecidable
-    );
-    assert_eq!(
-        p.seeds_needed(Sign::Positive, 7).unwrap(),
-        SeedsNeeded::Seeds(7)
-    );
+    // The cap is inclusive: with a cap of 6 it is not decidable, with 7 it takes 7.
+    let d = [0.0, 1.0, 2.0];
+    assert_eq!(needed(&d, Positive, 100), Seeds(7));
+    assert_eq!(needed(&d, Positive, 6), NotDecidable);
+    assert_eq!(needed(&d, Positive, 7), Seeds(7));
     // The same numbers against a claim of the other sign.
-    assert_eq!(
-        p.seeds_needed(Sign::Negative, 100).unwrap(),
-        SeedsNeeded::OppositeSign
-    );
+    assert_eq!(needed(&d, Negative, 100), OppositeSign);
     // 1.7, −2.4, 0.5: mean −0.0667, s = 2.1079. Even n = 100 gives a half-width of
     // 1.984217 · 2.1079 / 10 = 0.418 > 0.0667.
-    let p = Paired::of(vec![1.7, -2.4, 0.5], Sign::Negative, 0.95).unwrap();
-    assert_eq!(
-        p.seeds_needed(Sign::Negative, 100).unwrap(),
-        SeedsNeeded::NotDecidable
-    );
-    // A decided claim needs no more seeds, whichever its verdict.
-    let p = Paired::of(vec![0.9, 1.0, 1.1], Sign::Negative, 0.95).unwrap();
-    assert_eq!(p.verdict, Verdict::Refuted);
-    assert_eq!(
-        p.seeds_needed(Sign::Negative, 100).unwrap(),
-        SeedsNeeded::Decided
-    );
-    let texts: Vec<String> = [
-        SeedsNeeded::Decided,
-        SeedsNeeded::Seeds(4),
-        SeedsNeeded::OppositeSign,
-        SeedsNeeded::NotDecidable,
-    ]
-    .iter()
-    .map(|s| s.describe(100))
-    .collect();
+    assert_eq!(needed(&[1.7, -2.4, 0.5], Negative, 100), NotDecidable);
+    // A decided claim needs no more seeds, whichever its verdict (0.9, 1.0, 1.1 is refuted
+    // against a negative claim).
+    assert_eq!(needed(&[0.9, 1.0, 1.1], Negative, 100), Decided);
+    assert_eq!(needed(&[0.9, 1.0, 1.1], Positive, 100), Decided);
+    let texts: Vec<String> = [Decided, Seeds(4), OppositeSign, NotDecidable]
+        .iter()
+        .map(|s| s.describe(100))
+        .collect();
     assert_eq!(texts, ["–", "4", "opposite sign", "not decidable (> 100)"]);
 }
