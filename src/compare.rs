@@ -31,7 +31,7 @@ pub struct CompareArgs {
     /// name stay apart.
     #[arg(long = "label", value_name = "DIR=NAME")]
     labels: Vec<String>,
-    /// Output folder: compare.md, compare.csv, compare.json, the figures and index.md.
+    /// Output folder: compare.md, compare.csv, compare.json, runs.md, the figures and index.md.
     #[arg(long)]
     out: PathBuf,
     /// Print the comparison as JSON instead of markdown.
