@@ -212,26 +212,94 @@ fn draw_grid<DB: DrawingBackend>(
 }
 
 /// Draws one method's polygon through its per-class accuracies `values`, lightly filled, with
-/// a dot at each class.
+/// a dot at each class. The outline is drawn a segment at a time (zero-length ones skipped): as
+/// one thick polyline, plotters joins two segments that meet at a sharp angle (an outline
+/// through the centre, when a class is at 0) with a spike far out of the wheel.
 fn draw_polygon<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     wheel: &Wheel,
     values: &[f64],
     color: RGBColor,
 ) -> DrawResult<(), DB> {
-    let mut pts: Vec<(i32, i32)> = values
+    let pts: Vec<(i32, i32)> = values
         .iter()
         .enumerate()
         .map(|(c, &v)| wheel.at(c, v))
         .collect();
-    pts.push(pts[0]);
     area.draw(&Polygon::new(pts.clone(), color.mix(0.12).filled()))?;
-    area.draw(&PathElement::new(
-        pts.clone(),
-        color.stroke_width(style::STROKE),
-    ))?;
+    let segments = (0..pts.len()).map(|c| (pts[c], pts[(c + 1) % pts.len()]));
+    for (a, b) in segments.filter(|(a, b)| a != b) {
+        area.draw(&PathElement::new(
+            vec![a, b],
+            color.stroke_width(style::STROKE),
+        ))?;
+    }
     for p in &pts {
         area.draw(&Circle::new(*p, 5, color.filled()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Draws the methods' polygons of `groups` on a white `w` × `h` bitmap; returns its pixels
+    /// (RGB) and the wheel they were drawn on.
+    fn rendered(groups: &[&[f64]], w: u32, h: u32) -> (Vec<u8>, Wheel) {
+        let mut pixels = vec![0u8; (w * h * 3) as usize];
+        let wheel = Wheel::new(w, h, groups[0].len(), 1.0);
+        {
+            let area = BitMapBackend::with_buffer(&mut pixels, (w, h)).into_drawing_area();
+            area.fill(&WHITE).unwrap();
+            for (i, values) in groups.iter().enumerate() {
+                draw_polygon(&area, &wheel, values, style::color(i)).unwrap();
+            }
+            area.present().unwrap();
+        }
+        (pixels, wheel)
+    }
+
+    /// A group with classes at 0 (the homing table's runs without a class: the dropped class
+    /// and Shirt) has an outline through the centre; nothing of any polygon may lie outside the
+    /// outer ring (beyond its dots' radius and the stroke). Drawn as one polyline, the outline
+    /// of the first two groups put 897 pixels there (a spike from the centre up to the edge).
+    #[test]
+    fn polygons_through_the_centre_stay_inside_the_wheel() {
+        // Three groups of results/fmnist/homing/compare/compare-radar.csv (robust_mean, without
+        // Coat, Bag, Sneaker) and one with three classes at exactly 0, on a plot area of the
+        // figure's size.
+        let groups: [&[f64]; 4] = [
+            &[
+                0.648, 0.896, 0.822, 0.6427, 0.0, 0.7007, 0.01, 0.67, 0.7867, 0.882,
+            ],
+            &[
+                0.69, 0.902, 0.428, 0.6133, 0.4847, 0.7307, 0.004, 0.648, 0.0, 0.898,
+            ],
+            &[
+                0.693, 0.879, 0.451, 0.603, 0.455, 0.869, 0.002, 0.0, 0.801, 0.921,
+            ],
+            &[0.6, 0.0, 0.5, 0.7, 0.0, 0.4, 0.9, 0.8, 0.0, 0.3],
+        ];
+        let (w, h) = (1200u32, 660u32);
+        let (pixels, wheel) = rendered(&groups, w, h);
+        let reach = wheel.radius + 5.0 + style::STROKE as f64 + 2.0;
+        let mut outside = Vec::new();
+        for y in 0..h as i32 {
+            for x in 0..w as i32 {
+                let (dx, dy) = ((x - wheel.center.0) as f64, (y - wheel.center.1) as f64);
+                let i = 3 * (y as usize * w as usize + x as usize);
+                if dx.hypot(dy) > reach && pixels[i..i + 3] != [255, 255, 255] {
+                    outside.push((x, y));
+                }
+            }
+        }
+        assert!(
+            outside.is_empty(),
+            "{} coloured pixels outside the wheel (radius {}), e.g. {:?}",
+            outside.len(),
+            wheel.radius,
+            &outside[..outside.len().min(5)]
+        );
+    }
 }
