@@ -9,7 +9,8 @@ children is what a `mod.rs` is for). A circle is a pair A ↔ B importing each o
 longer cycle among files (strongly connected components of more than one file).
 
 Usage: python3 tools/structure/circles.py [--functions N] [CRATE_SRC ...]
-(default: every `*/src` of the workspace and the root `src`). Prints the circles of each crate
+(default: every `*/src` of the workspace, the root `src`, and every example of more than one
+file, `*/examples/NAME/`). Prints the circles of each crate
 and, with --functions, the N longest functions (lines from `fn` to its closing brace).
 """
 import os
@@ -202,14 +203,28 @@ def functions(path):
     return out
 
 
+def default_roots():
+    """Every crate's `src` (the workspace members' and the root's), and every example of more
+    than one file (`examples/NAME/main.rs`, its own crate root)."""
+    crates = [ROOT] + [os.path.join(ROOT, d) for d in sorted(os.listdir(ROOT))
+                       if d != 'target' and os.path.isfile(os.path.join(ROOT, d, 'Cargo.toml'))]
+    roots = []
+    for c in crates:
+        if os.path.isdir(os.path.join(c, 'src')):
+            roots.append(os.path.join(c, 'src'))
+        examples = os.path.join(c, 'examples')
+        if os.path.isdir(examples):
+            roots += [os.path.join(examples, e) for e in sorted(os.listdir(examples))
+                      if os.path.isfile(os.path.join(examples, e, 'main.rs'))]
+    return roots
+
+
 def main():
     args = sys.argv[1:]
     n_fn = 0
     if args[:1] == ['--functions']:
         n_fn, args = int(args[1]), args[2:]
-    srcs = args or sorted([os.path.join(ROOT, d, 'src') for d in os.listdir(ROOT)
-                           if os.path.isdir(os.path.join(ROOT, d, 'src')) and d != 'target']
-                          + [os.path.join(ROOT, 'src')])
+    srcs = args or default_roots()
     total, fns = 0, []
     for src in dict.fromkeys(srcs):
         edges = graph(src)

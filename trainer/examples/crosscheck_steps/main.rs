@@ -41,7 +41,7 @@ fn main() -> Result<()> {
             .unwrap_or_else(|| "crosscheck-steps".into()),
     );
     std::fs::create_dir_all(&out).map_err(|e| invalid("OUT", out.display(), e.to_string()))?;
-    let mut files = steps::write_all(&out)?;
+    let mut files = steps::write_all(&out, cases::all()?)?;
     files.extend(rules::write_all(&out)?);
     files.extend(averages::write_all(&out)?);
     for (path, what) in files {
