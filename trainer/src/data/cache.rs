@@ -3,13 +3,15 @@
 //!
 //! Format (little-endian): the 8 bytes `CWU8CACH`, a `u32` version, the `u64` fingerprint of the
 //! source files, N, C, H, W as `u64`, then the N×C×H×W pixel bytes. The file is written to a
-//! temporary name, synced and renamed, so a reader never sees a partial cache. The tensor is
+//! temporary name, synced and renamed (`classwise_core::io::AtomicFile`), so a reader never
+//! sees a partial cache. The tensor is
 //! filled block by block, so memory holds the images once, not twice.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufReader, Read};
+use std::path::Path;
 
+use classwise_core::io::AtomicFile;
 use tch::{Kind, Tensor};
 
 use crate::error::{IoContext, Result};
@@ -127,21 +129,12 @@ pub(crate) fn read(
     .map_err(|e| e.to_string())
 }
 
-/// Writes a cache progressively; [`Writer::finish`] renames it into place.
-pub(crate) struct Writer {
-    tmp: PathBuf,
-    path: PathBuf,
-    out: Option<BufWriter<File>>,
-}
+/// Writes a cache progressively ([`classwise_core::io::AtomicFile`]); [`Writer::finish`]
+/// renames it into place, and a writer dropped unfinished leaves nothing.
+pub(crate) struct Writer(AtomicFile);
 
 impl Writer {
     pub fn create(path: &Path, fingerprint: u64, shape: [usize; 4]) -> Result<Writer> {
-        if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).at("creating directory", dir)?;
-        }
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let tmp = path.with_file_name(format!(".{}.tmp", name.unwrap_or_default()));
-        let mut out = BufWriter::new(File::create(&tmp).at("creating", &tmp)?);
         let mut head = Vec::with_capacity(HEADER_BYTES as usize);
         head.extend_from_slice(MAGIC);
         head.extend_from_slice(&VERSION.to_le_bytes());
@@ -149,41 +142,16 @@ impl Writer {
         for d in shape {
             head.extend_from_slice(&(d as u64).to_le_bytes());
         }
-        let mut w = Writer {
-            tmp,
-            path: path.to_path_buf(),
-            out: None,
-        };
-        out.write_all(&head).at("writing", &w.tmp)?;
-        w.out = Some(out);
-        Ok(w)
+        let mut file = AtomicFile::create(path)?;
+        file.write(&head)?;
+        Ok(Writer(file))
     }
 
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        match self.out.as_mut() {
-            Some(out) => out.write_all(bytes).at("writing", &self.tmp),
-            None => Ok(()),
-        }
+        Ok(self.0.write(bytes)?)
     }
 
-    pub fn finish(mut self) -> Result<()> {
-        if let Some(out) = self.out.take() {
-            let file = out
-                .into_inner()
-                .map_err(|e| e.into_error())
-                .at("writing", &self.tmp)?;
-            file.sync_all().at("syncing", &self.tmp)?;
-            std::fs::rename(&self.tmp, &self.path).at("renaming into place", &self.path)?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Writer {
-    /// An unfinished cache leaves no temporary file behind.
-    fn drop(&mut self) {
-        if self.out.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
+    pub fn finish(self) -> Result<()> {
+        Ok(self.0.commit()?)
     }
 }
