@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use classwise_core::eval::RobustCounting;
-use classwise_core::record::REPORT_FILES;
+use classwise_core::record::{REPORT_FILES, RunConfigView};
 use classwise_figures::compare::claims::{self, ClaimsFile};
 use classwise_figures::compare::{self, Comparison, RunInput, RunResults};
 use classwise_trainer::sweep::{Manifest, SweepDir};
@@ -67,19 +67,7 @@ pub struct Options<'a> {
 
 /// The seed in a run's `config.toml`, if it has one.
 fn config_seed(dir: &Path) -> anyhow::Result<Option<u64>> {
-    let path = dir.join("config.toml");
-    if !path.is_file() {
-        return Ok(None);
-    }
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let table: toml::Table = text
-        .parse()
-        .with_context(|| format!("{}: not a run configuration", path.display()))?;
-    Ok(table
-        .get("seed")
-        .and_then(|s| s.as_integer())
-        .and_then(|s| u64::try_from(s).ok()))
+    Ok(RunConfigView::read(dir)?.and_then(|c| c.seed))
 }
 
 /// The runs named on the command line: sweeps expanded to their finished runs (those with

@@ -55,6 +55,14 @@ pub enum CoreError {
     #[error("{what}: not a class-wise report: {message}")]
     Report { what: String, message: String },
 
+    /// A run's `config.toml` that is not TOML or whose fields have the wrong type.
+    #[error("{what}: not a run configuration written by `classwise train`: {message}")]
+    Config { what: String, message: String },
+
+    /// A file that could not be read.
+    #[error("reading {path}: {message}")]
+    Read { path: String, message: String },
+
     #[error(transparent)]
     Theory(#[from] TheoryError),
 }

@@ -5,12 +5,17 @@
 //! * [`report`]: the class-wise report of one model under one attack ([`Report`],
 //!   [`REPORT_SCHEMA`]) and the AutoAttack and protocol reports that embed it;
 //! * [`predictions`]: the per-image decisions beside each report ([`PredictionsRecord`],
-//!   [`PREDICTIONS_SCHEMA`]).
+//!   [`PREDICTIONS_SCHEMA`]);
+//!
+//! and [`config`], the few fields of a run's resolved configuration that the libtorch-free
+//! readers need ([`RunConfigView`]; the trainer owns the configuration itself).
 
+pub mod config;
 pub mod epoch;
 pub mod predictions;
 pub mod report;
 
+pub use config::*;
 pub use epoch::*;
 pub use predictions::*;
 pub use report::*;

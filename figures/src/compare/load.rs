@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use classwise_core::record::{
-    AutoAttackRecord, PredictionsRecord, ProtocolRecord, REPORT_FILES, Report,
+    AutoAttackRecord, PredictionsRecord, ProtocolRecord, REPORT_FILES, Report, RunConfigView,
 };
 use serde::Serialize;
 
@@ -77,32 +77,6 @@ pub struct RunResults {
     /// The classes the run trained without: `data.drop_classes` of its `config.toml` (Tian et
     /// al. §6), empty when it trained on every class or has no `config.toml`.
     pub dropped_classes: Vec<usize>,
-}
-
-/// `data.drop_classes` of the run configuration at `path` (empty when the file or the key is
-/// absent).
-fn dropped_classes(path: &Path) -> Result<Vec<usize>> {
-    if !path.is_file() {
-        return Ok(Vec::new());
-    }
-    let what = path.display().to_string();
-    let config: toml::Table = toml::from_str(&read(path)?).map_err(|e| {
-        invalid(
-            what.clone(),
-            e,
-            "a run configuration written by `classwise train`",
-        )
-    })?;
-    let Some(list) = config.get("data").and_then(|d| d.get("drop_classes")) else {
-        return Ok(Vec::new());
-    };
-    list.clone().try_into::<Vec<usize>>().map_err(|_| {
-        invalid(
-            format!("{what}: data.drop_classes"),
-            list,
-            "a list of class indices",
-        )
-    })
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -279,7 +253,9 @@ impl RunResults {
                 predictions.push((model.to_owned(), p));
             }
         }
-        let dropped_classes = dropped_classes(&dir.join("config.toml"))?;
+        let dropped_classes = (RunConfigView::read(&dir)?)
+            .map(|c| c.data.drop_classes)
+            .unwrap_or_default();
         Ok(RunResults {
             input,
             class_names,

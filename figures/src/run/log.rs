@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use classwise_core::record::RunConfigView;
 pub use classwise_core::record::{EpochRecord, Report, SplitRecord};
 
 use crate::error::{FigureError, Result, invalid};
@@ -109,7 +110,8 @@ impl RunLog {
             epochs,
             report,
             class_names,
-            epoch_test_per_class: epoch_test_per_class(&dir.join("config.toml"))?,
+            epoch_test_per_class: (RunConfigView::read(dir)?)
+                .and_then(|c| c.epoch_test_per_class()),
         })
     }
 
@@ -117,39 +119,4 @@ impl RunLog {
     pub fn num_classes(&self) -> usize {
         self.class_names.len()
     }
-}
-
-/// The per-epoch test subset per class of the run configuration at `path` (see
-/// [`RunLog::epoch_test_per_class`]).
-fn epoch_test_per_class(path: &Path) -> Result<Option<usize>> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    let config: toml::Table = read(path)?.parse().map_err(|e: toml::de::Error| {
-        invalid(
-            path.display().to_string(),
-            e.message().to_owned(),
-            "a run configuration written by `classwise train`",
-        )
-    })?;
-    let count = |section: &str| -> Result<Option<usize>> {
-        match config.get(section).and_then(|s| s.get("test_per_class")) {
-            None => Ok(None),
-            Some(v) => v
-                .as_integer()
-                .and_then(|n| usize::try_from(n).ok())
-                .map(Some)
-                .ok_or_else(|| {
-                    invalid(
-                        format!("{}: {section}.test_per_class", path.display()),
-                        v,
-                        "a count of images",
-                    )
-                }),
-        }
-    };
-    Ok(match (count("data")?, count("eval")?) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    })
 }
