@@ -253,7 +253,7 @@ impl RunResults {
                 predictions.push((model.to_owned(), p));
             }
         }
-        let dropped_classes = (RunConfigView::read(&dir)?)
+        let dropped_classes = (RunConfigView::read(dir)?)
             .map(|c| c.data.drop_classes)
             .unwrap_or_default();
         Ok(RunResults {
