@@ -74,73 +74,19 @@ fn config_seed(dir: &Path) -> anyhow::Result<Option<u64>> {
 /// `selection.json`, the last file a run writes: a run writing its final reports is left out),
 /// the others listed in the returned notes.
 fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
-    let mut labels = Vec::new();
-    for l in &a.labels {
-        let (dir, name) = l
-            .split_once('=')
-            .with_context(|| format!("--label {l}: expected DIR=NAME"))?;
-        anyhow::ensure!(!name.is_empty(), "--label {l}: the NAME is empty");
-        let dir = std::fs::canonicalize(dir)
-            .with_context(|| format!("--label {l}: no directory {dir}"))?;
-        labels.push((dir, name.to_owned()));
-    }
+    let labels = a
+        .labels
+        .iter()
+        .map(|l| label(l))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let mut runs = Vec::new();
     let mut notes = Vec::new();
     for input in &a.inputs {
+        let prefix = label_of(&labels, input);
         if Manifest::path(input).is_file() {
-            let manifest = Manifest::load(input)?;
-            let sweep = SweepDir(input.clone());
-            let before = runs.len();
-            let prefix = label_of(&labels, input);
-            for entry in &manifest.runs {
-                let dir = sweep.run(&entry.id);
-                if sweep.is_complete(&entry.id)? {
-                    let group = match &prefix {
-                        Some(p) => format!("{p}:{}", entry.group),
-                        None => entry.group.clone(),
-                    };
-                    runs.push(RunInput {
-                        dir,
-                        group,
-                        seed: Some(entry.seed),
-                    });
-                } else {
-                    notes.push(format!(
-                        "sweep {}: run {} (group {}, seed {}) has not finished; left out",
-                        input.display(),
-                        entry.id,
-                        entry.group,
-                        entry.seed
-                    ));
-                }
-            }
-            anyhow::ensure!(
-                runs.len() > before,
-                "sweep {}: none of its {} runs has finished (no selection.json, the last file a \
-                 run writes; see `classwise sweep status {}`)",
-                input.display(),
-                manifest.runs.len(),
-                input.display()
-            );
+            runs.extend(sweep_runs(input, prefix.as_deref(), &mut notes)?);
         } else {
-            anyhow::ensure!(
-                input.is_dir(),
-                "{}: no such run or sweep directory",
-                input.display()
-            );
-            let group = label_of(&labels, input)
-                .or_else(|| {
-                    std::fs::canonicalize(input)
-                        .ok()?
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                })
-                .unwrap_or_else(|| input.display().to_string());
-            runs.push(RunInput {
-                dir: input.clone(),
-                group,
-                seed: config_seed(input)?,
-            });
+            runs.push(run_dir(input, prefix)?);
         }
     }
     for (dir, _) in &labels {
@@ -153,6 +99,75 @@ fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
         );
     }
     Ok((runs, notes))
+}
+
+/// A `--label DIR=NAME`: the directory (canonical) and the name.
+fn label(l: &str) -> anyhow::Result<(PathBuf, String)> {
+    let (dir, name) = l
+        .split_once('=')
+        .with_context(|| format!("--label {l}: expected DIR=NAME"))?;
+    anyhow::ensure!(!name.is_empty(), "--label {l}: the NAME is empty");
+    let dir =
+        std::fs::canonicalize(dir).with_context(|| format!("--label {l}: no directory {dir}"))?;
+    Ok((dir, name.to_owned()))
+}
+
+/// The finished runs of the sweep `input`, their groups prefixed `PREFIX:` when labelled; a
+/// note for each run not finished. A sweep with no finished run is an error.
+fn sweep_runs(
+    input: &Path,
+    prefix: Option<&str>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Vec<RunInput>> {
+    let manifest = Manifest::load(input)?;
+    let sweep = SweepDir(input.to_path_buf());
+    let mut runs = Vec::new();
+    for entry in &manifest.runs {
+        if !sweep.is_complete(&entry.id)? {
+            notes.push(format!(
+                "sweep {}: run {} (group {}, seed {}) has not finished; left out",
+                input.display(),
+                entry.id,
+                entry.group,
+                entry.seed
+            ));
+            continue;
+        }
+        runs.push(RunInput {
+            dir: sweep.run(&entry.id),
+            group: prefix.map_or(entry.group.clone(), |p| format!("{p}:{}", entry.group)),
+            seed: Some(entry.seed),
+        });
+    }
+    anyhow::ensure!(
+        !runs.is_empty(),
+        "sweep {}: none of its {} runs has finished (no selection.json, the last file a run \
+         writes; see `classwise sweep status {}`)",
+        input.display(),
+        manifest.runs.len(),
+        input.display()
+    );
+    Ok(runs)
+}
+
+/// A run directory: its group is its `--label` NAME, else the directory's name.
+fn run_dir(input: &Path, label: Option<String>) -> anyhow::Result<RunInput> {
+    anyhow::ensure!(
+        input.is_dir(),
+        "{}: no such run or sweep directory",
+        input.display()
+    );
+    let group = label
+        .or_else(|| {
+            let dir = std::fs::canonicalize(input).ok()?;
+            dir.file_name().map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| input.display().to_string());
+    Ok(RunInput {
+        dir: input.to_path_buf(),
+        group,
+        seed: config_seed(input)?,
+    })
 }
 
 /// The `--label` NAME of the run or sweep directory `input`, if it has one.
@@ -211,21 +226,32 @@ pub fn compare_into(
         return Ok((comparison, Vec::new(), Vec::new()));
     }
     let (figures, skipped) = compare::render_all(&comparison, &results, model, out)?;
+    write_gallery(out, model, &figures, &skipped)?;
+    Ok((comparison, figures, skipped))
+}
+
+/// The gallery (`index.md`) of the figures rendered into `out`, naming those left out.
+fn write_gallery(
+    out: &Path,
+    model: &str,
+    figures: &[classwise_figures::Rendered],
+    skipped: &[String],
+) -> anyhow::Result<()> {
+    let not_drawn: String = skipped
+        .iter()
+        .map(|s| format!("\n\nNot drawn: {s}."))
+        .collect();
     classwise_figures::write_index(
         out,
         "Class-wise comparison",
         &format!(
             "Figures of the runs compared in [compare.md](compare.md) (model `{model}`), drawn \
              from their reports and `metrics.jsonl`. Regenerate with `classwise compare`; every \
-             image has an SVG twin and the CSV of exactly the numbers it draws.{}",
-            skipped
-                .iter()
-                .map(|s| format!("\n\nNot drawn: {s}."))
-                .collect::<String>()
+             image has an SVG twin and the CSV of exactly the numbers it draws.{not_drawn}"
         ),
-        &figures,
+        figures,
     )?;
-    Ok((comparison, figures, skipped))
+    Ok(())
 }
 
 /// Decides the claims of `path` under both countings into `out/claims.md` and
