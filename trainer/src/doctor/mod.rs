@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+mod text;
+
 use crate::LIBTORCH_VERSION;
 use crate::data::{self, DatasetId, Located};
 
