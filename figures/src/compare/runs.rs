@@ -40,14 +40,15 @@ impl Runs<'_> {
 
     /// The class of the lowest clean accuracy averaged over the runs, and its value per run.
     fn weakest_clean(&self, classes: &[String]) -> String {
-        let mean = |k: usize| {
+        // The sum over the runs orders the classes as their mean does.
+        let total = |k: usize| {
             self.per_run
                 .iter()
                 .map(|m| m.clean_per_class[k])
                 .sum::<f64>()
         };
         let k = (0..classes.len())
-            .min_by(|a, b| mean(*a).total_cmp(&mean(*b)))
+            .min_by(|a, b| total(*a).total_cmp(&total(*b)))
             .expect("a class");
         format!("{} {}", classes[k], self.per_seed(|m| m.clean_per_class[k]))
     }
@@ -56,8 +57,8 @@ impl Runs<'_> {
     fn worst_robust(&self, classes: &[String]) -> String {
         let worst: Vec<String> = (self.per_run.iter())
             .map(|m| {
-                let k = argmin(&m.robust_per_class);
-                format!("{} {:.1}", classes[k], 100.0 * m.robust_per_class[k])
+                let k = m.robust_worst_class;
+                format!("{} {:.1}", classes[k], 100.0 * m.robust_worst)
             })
             .collect();
         worst.join(" / ")
@@ -85,12 +86,6 @@ impl Runs<'_> {
     fn same_as(&self, other: &Runs<'_>) -> bool {
         self.group.seeds == other.group.seeds && self.per_run == other.per_run
     }
-}
-
-fn argmin(v: &[f64]) -> usize {
-    (0..v.len())
-        .min_by(|a, b| v[*a].total_cmp(&v[*b]))
-        .expect("a class")
 }
 
 /// `runs.md`: the table of the module docs for `model` under the comparison's primary

@@ -31,6 +31,8 @@ pub struct RunMetrics {
     pub clean_worst20: f64,
     pub robust_avg: f64,
     pub robust_worst: f64,
+    /// The class of `robust_worst` (the first of the lowest, as [`ClassAccuracy::worst`]).
+    pub robust_worst_class: usize,
     pub robust_worst20: f64,
     /// Population variance of the per-class robust accuracy, fraction².
     pub robust_cv: f64,
@@ -108,6 +110,7 @@ impl RunMetrics {
             clean_worst20: worst20(&clean)?,
             robust_avg: counted.average(),
             robust_worst: robust.worst().value,
+            robust_worst_class: robust.worst().class,
             robust_worst20: worst20(&robust)?,
             robust_cv: robust.cv(),
             clean_cv: clean.cv(),
