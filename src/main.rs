@@ -1,6 +1,5 @@
 //! `classwise`: the command-line front end of the workspace.
 
-mod aa_bench;
 mod compare;
 mod data;
 mod demo;

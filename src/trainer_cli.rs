@@ -1,15 +1,16 @@
 //! `classwise train`, `classwise eval` and `classwise bench`: the libtorch trainer.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use classwise_trainer::bench::{self, AaBench, AaSettings, BenchModel, BenchPlan, Workload};
 use classwise_trainer::eval::autoattack::{AaAttack, Version};
 use classwise_trainer::eval::job::{self, AttackChoice, AutoAttackJob, EvalJob, EvalRequest};
 use classwise_trainer::eval::{RobustCounting, markdown};
 use classwise_trainer::model::MemoryFormat;
-use classwise_trainer::run::{self, RunConfig, TrainOptions};
+use classwise_trainer::run::{self, RunConfig, RunDir, TrainOptions};
 
 #[derive(Args)]
 pub struct TrainArgs {
@@ -157,12 +158,12 @@ pub struct BenchArgs {
     small_only: bool,
     /// The networks to time (comma-separated): small-cnn, preact-resnet18, resnet18, wrn-34-10
     /// [default: small-cnn,preact-resnet18; WRN-34-10 takes minutes per step on a CPU].
-    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<classwise_trainer::bench::BenchModel>().map_err(|e| e.to_string()))]
-    model: Vec<classwise_trainer::bench::BenchModel>,
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<BenchModel>().map_err(|e| e.to_string()))]
+    model: Vec<BenchModel>,
     /// What to time (comma-separated): pgd-at and trades (training steps), eval-pgd20 (a batch
     /// of `eval --attack pgd --steps 20`) [default: all three].
-    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<classwise_trainer::bench::Workload>().map_err(|e| e.to_string()))]
-    workload: Vec<classwise_trainer::bench::Workload>,
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<Workload>().map_err(|e| e.to_string()))]
+    workload: Vec<Workload>,
     /// One JSON object per measurement on stdout (model, workload, batch, img_per_s,
     /// seconds_per_step, settings), the format of `tools/bench/reference.py`.
     #[arg(long, conflicts_with = "autoattack")]
@@ -190,8 +191,8 @@ pub struct BenchArgs {
     /// With --autoattack: the AutoAttack parameters both sides run: the original's (100
     /// iterations of APGD and FAB-T) or torchattacks' defaults (10 iterations, Square's
     /// schedule rescaled).
-    #[arg(long, value_enum, default_value = "original", requires = "autoattack")]
-    settings: crate::aa_bench::Settings,
+    #[arg(long, default_value = "original", requires = "autoattack", value_parser = |s: &str| s.parse::<AaSettings>().map_err(|e| e.to_string()))]
+    settings: AaSettings,
     /// The layout of the convolution kernels (as `eval --memory-format`) [default:
     /// channels-last, the training layout of the presets].
     #[arg(long, value_parser = |s: &str| s.parse::<MemoryFormat>())]
@@ -278,7 +279,7 @@ fn train_run(
 }
 
 pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let out = job::run(&eval_request(a)?)?;
+    let out = job::run(&RunDir(a.run.clone()), &eval_request(a)?)?;
     if a.json {
         println!("{}", out.json);
     } else {
@@ -320,7 +321,6 @@ fn eval_request(a: &EvalArgs) -> anyhow::Result<EvalRequest> {
         }),
     };
     Ok(EvalRequest {
-        run: a.run.clone(),
         checkpoint: a.checkpoint.clone(),
         eps: a.eps.clone(),
         robust_counting: a.robust_counting,
@@ -332,43 +332,65 @@ fn eval_request(a: &EvalArgs) -> anyhow::Result<EvalRequest> {
 }
 
 pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
-    if let Some(run) = &a.autoattack {
-        anyhow::ensure!(
-            a.test_per_class >= 1 && a.aa_batch_size >= 1,
-            "--test-per-class and --aa-batch-size must be >= 1"
-        );
-        crate::aa_bench::run(&crate::aa_bench::AaBench {
-            run,
-            checkpoint: &a.checkpoint,
-            test_per_class: a.test_per_class,
-            batch_size: a.aa_batch_size,
-            no_window: a.no_window,
-            memory_format: a.memory_format.unwrap_or(MemoryFormat::ChannelsLast),
-            settings: a.settings,
-            python: a.python.as_deref(),
-            data_dir: a.data_dir.as_deref(),
-            out: a
-                .out
-                .clone()
-                .unwrap_or_else(|| run.join("bench-autoattack")),
-        })?;
-        return Ok(ExitCode::SUCCESS);
+    match &a.autoattack {
+        Some(run) => bench_autoattack(a, run),
+        None => bench_steps(a),
     }
-    use classwise_trainer::bench::{BenchModel, BenchPlan, Workload};
-    let models = if a.small_only {
-        vec![BenchModel::SmallCnn]
-    } else if a.model.is_empty() {
-        BenchModel::DEFAULT.to_vec()
-    } else {
-        a.model.clone()
+}
+
+/// `bench --autoattack RUN`: AutoAttack's seconds, and torchattacks' with `--python`.
+fn bench_autoattack(a: &BenchArgs, run: &Path) -> anyhow::Result<ExitCode> {
+    let b = AaBench {
+        checkpoint: &a.checkpoint,
+        test_per_class: a.test_per_class,
+        batch_size: a.aa_batch_size,
+        no_window: a.no_window,
+        memory_format: a.memory_format.unwrap_or(MemoryFormat::ChannelsLast),
+        settings: a.settings,
+        python: a.python.as_deref(),
+        data_dir: a.data_dir.as_deref(),
+        out: (a.out.clone()).unwrap_or_else(|| run.join("bench-autoattack")),
     };
-    let plan = BenchPlan {
-        models,
-        workloads: if a.workload.is_empty() {
-            Workload::ALL.to_vec()
-        } else {
-            a.workload.clone()
+    let source = RunDir(run.to_path_buf());
+    let outcome = bench::autoattack::run(&source, &b, |line| println!("{line}"))?;
+    print!("{outcome}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench`: the training and evaluation steps' speeds, as text or JSON lines.
+fn bench_steps(a: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let plan = bench_plan(a)?;
+    if !a.json {
+        println!("{plan}");
+    }
+    let mut failed = None;
+    bench::run(&plan, |row| match a.json {
+        false => println!("{row}"),
+        true => match serde_json::to_string(row) {
+            Ok(line) => println!("{line}"),
+            Err(e) => failed = Some(e),
         },
+    })?;
+    if let Some(e) = failed {
+        anyhow::bail!("bench: could not write a measurement as JSON: {e}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `bench` times: the models and workloads asked for (all by default).
+fn bench_plan(a: &BenchArgs) -> anyhow::Result<BenchPlan> {
+    let models = match (a.small_only, a.model.is_empty()) {
+        (true, _) => vec![BenchModel::SmallCnn],
+        (false, true) => BenchModel::DEFAULT.to_vec(),
+        (false, false) => a.model.clone(),
+    };
+    let workloads = match a.workload.is_empty() {
+        true => Workload::ALL.to_vec(),
+        false => a.workload.clone(),
+    };
+    Ok(BenchPlan {
+        models,
+        workloads,
         batch: a.batch,
         steps: a.steps,
         memory_format: a.memory_format.unwrap_or(MemoryFormat::RUN_DEFAULT),
@@ -376,57 +398,5 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         cudnn_benchmark: !a.no_cudnn_benchmark,
         device: a.device.device()?,
         profile: a.profile,
-    };
-    if !a.json {
-        println!(
-            "device {:?}{}, {}, {} threads, {}, batch {}, {} timed steps after 1 warm-up, {} kernels",
-            plan.device,
-            if plan.device.is_cuda() {
-                format!(", cudnn.benchmark {}", plan.cudnn_benchmark)
-            } else {
-                String::new()
-            },
-            plan.precision,
-            tch::get_num_threads(),
-            classwise_trainer::runtime::current(),
-            plan.batch,
-            plan.steps,
-            plan.memory_format.name()
-        );
-    }
-    let mut failed = None;
-    classwise_trainer::bench::run(&plan, |row| {
-        if a.json {
-            match serde_json::to_string(row) {
-                Ok(line) => println!("{line}"),
-                Err(e) => failed = Some(e),
-            }
-        } else {
-            println!(
-                "{:<40} {:<10} {:>8.3} s/step {:>9.1} img/s",
-                row.model_description,
-                row.workload.name(),
-                row.seconds_per_step,
-                row.img_per_s
-            );
-            for phase in row.profile.iter().flatten() {
-                let depth = phase.phase.matches('/').count();
-                let name = phase.phase.rsplit('/').next().unwrap_or(&phase.phase);
-                println!(
-                    "    {:indent$}{:<w$} {:>8.4} s/step {:>6.1}% {:>6.1} calls/step",
-                    "",
-                    name,
-                    phase.seconds_per_step,
-                    100.0 * phase.share,
-                    phase.calls_per_step,
-                    indent = 2 * depth,
-                    w = 24 - 2 * depth,
-                );
-            }
-        }
-    })?;
-    if let Some(e) = failed {
-        anyhow::bail!("bench: could not write a measurement as JSON: {e}");
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }

@@ -358,6 +358,42 @@ fn fmnist_smoke_resumes_bit_identically_and_evaluates() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).contains("--resume"), "{}", text(&out));
     autoattack_and_protocol(&a);
+    bench_autoattack(&a);
+}
+
+/// `classwise bench --autoattack RUN` (torchattacks' settings, 1 image per class, no Python):
+/// one line of seconds per attack of AutoAttack standard, the whole, the robust accuracy the
+/// report it writes holds; a zero count is refused by name.
+fn bench_autoattack(a: &Path) {
+    let out_dir = a.with_file_name("bench-aa");
+    let args = ["bench", "--autoattack", a.to_str().unwrap(), "--settings"];
+    let out = classwise(&args)
+        .args(["torchattacks", "--test-per-class", "1", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("(torchattacks settings)") && stdout.contains("on 10 images"));
+    for attack in ["apgd-ce", "apgd-t", "fab-t", "square"] {
+        let row = format!("| {attack} | ");
+        assert!(stdout.contains(&row), "no {attack} row: {stdout}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("classwise.json")).unwrap()).unwrap();
+    assert_eq!(report["evaluation"]["n_samples"], 10);
+    let per_class = report["evaluation"]["robust"]["per_class"]
+        .as_array()
+        .unwrap();
+    let robust = per_class.iter().map(|r| r.as_f64().unwrap()).sum::<f64>() / 10.0;
+    let line = format!("robust accuracy: classwise {:.2}%", 100.0 * robust);
+    assert!(stdout.contains(&line), "{line} not in {stdout}");
+    let out = classwise(&args)
+        .args(["original", "--test-per-class", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out).contains("--test-per-class"), "{}", text(&out));
 }
 
 /// `classwise eval --attack autoattack` on the first 2 test images of each class: the class ×

@@ -8,10 +8,11 @@ and its own submodules are not counted as importing each other (declaring and re
 children is what a `mod.rs` is for). A circle is a pair A ↔ B importing each other, or a
 longer cycle among files (strongly connected components of more than one file).
 
-Usage: python3 tools/structure/circles.py [--functions N] [CRATE_SRC ...]
+Usage: python3 tools/structure/circles.py [--check] [--functions N] [CRATE_SRC ...]
 (default: every `*/src` of the workspace, the root `src`, and every example of more than one
 file, `*/examples/NAME/`). Prints the circles of each crate
-and, with --functions, the N longest functions (lines from `fn` to its closing brace).
+and, with --functions, the N longest functions (lines from `fn` to its closing brace). With
+--check it exits 1 when it finds a circle (`cargo xtask test` runs it so).
 """
 import os
 import re
@@ -221,6 +222,8 @@ def default_roots():
 
 def main():
     args = sys.argv[1:]
+    check = '--check' in args
+    args = [a for a in args if a != '--check']
     n_fn = 0
     if args[:1] == ['--functions']:
         n_fn, args = int(args[1]), args[2:]
@@ -238,6 +241,8 @@ def main():
     if n_fn:
         for length, name in sorted(fns, reverse=True)[:n_fn]:
             print(f'{length:5} {name}')
+    if check and total:
+        sys.exit(1)
 
 
 if __name__ == '__main__':

@@ -17,6 +17,7 @@ pub mod eval;
 pub mod gradcheck;
 pub mod interrupt;
 pub mod io;
+pub mod loss;
 pub mod model;
 pub mod paths;
 pub mod profile;

@@ -3,7 +3,7 @@
 //! diagnostic mode names the operation whose output or gradient is not finite.
 
 use classwise_trainer::diagnose::{Finding, probe, record};
-use classwise_trainer::train::objective::kl;
+use classwise_trainer::loss::kl;
 use tch::{Kind, Tensor};
 
 /// Logits whose softmax underflows to exactly 0 in float32 at class 1 (a gap of 200), and a

@@ -567,8 +567,8 @@ fn eval_jobs_run_without_the_binary() {
     config.train.eps = classwise_trainer::attack::Eps::parse("4/255").unwrap();
     config.eval.eps = config.train.eps.clone();
     train(&config, &dir, opts()).unwrap();
+    let source = classwise_trainer::run::RunDir(dir.clone());
     let request = |job| EvalRequest {
-        run: dir.clone(),
         checkpoint: "last".into(),
         eps: None,
         robust_counting: None,
@@ -577,7 +577,7 @@ fn eval_jobs_run_without_the_binary() {
         data_dir: None,
         job,
     };
-    let own = job::run(&request(EvalJob::Attack(AttackChoice::Configured))).unwrap();
+    let own = job::run(&source, &request(EvalJob::Attack(AttackChoice::Configured))).unwrap();
     let own: serde_json::Value = serde_json::from_str(&own.json).unwrap();
     let saved: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
@@ -596,8 +596,8 @@ fn eval_jobs_run_without_the_binary() {
         assert_eq!(own[field], saved[field], "{field}");
     }
     let fgsm = || request(EvalJob::Attack(AttackChoice::Fgsm));
-    let first = job::run(&fgsm()).unwrap();
-    let second = job::run(&fgsm()).unwrap();
+    let first = job::run(&source, &fgsm()).unwrap();
+    let second = job::run(&source, &fgsm()).unwrap();
     let stem = "eval-last-fgsm_ce_step_1_eps_no_start-eps_4_255-clean-and-adversarial";
     assert_eq!(first.json_path, dir.join(format!("{stem}.json")));
     assert_eq!(second.json_path, dir.join(format!("{stem}-2.json")));
@@ -609,15 +609,18 @@ fn eval_jobs_run_without_the_binary() {
         first.json + "\n"
     );
     let before = std::fs::read_dir(&dir).unwrap().count();
-    let refused = job::run(&EvalRequest {
-        robust_counting: Some(RobustCounting::AdversarialOnly),
-        ..request(EvalJob::AutoAttack(AutoAttackJob {
-            version: Version::Standard,
-            attacks: None,
-            batch_size: 8,
-            save_adv: false,
-        }))
-    })
+    let refused = job::run(
+        &source,
+        &EvalRequest {
+            robust_counting: Some(RobustCounting::AdversarialOnly),
+            ..request(EvalJob::AutoAttack(AutoAttackJob {
+                version: Version::Standard,
+                attacks: None,
+                batch_size: 8,
+                save_adv: false,
+            }))
+        },
+    )
     .unwrap_err();
     assert!(
         refused.to_string().contains("--robust-counting"),

@@ -307,6 +307,18 @@ fn run(step: &str, cmd: &mut Command) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The file structure: no import circles in the workspace (`tools/structure/circles.py`) and
+/// no import against the trainer's layers (`tools/structure/layers.py`, e.g. eval → run).
+fn structure(python: &str) -> anyhow::Result<()> {
+    let script = |name: &str| format!("tools/structure/{name}");
+    let mut circles = Command::new(python);
+    circles.args([script("circles.py").as_str(), "--check"]);
+    run("no file import circles", &mut circles)?;
+    let mut layers = Command::new(python);
+    layers.args([script("layers.py").as_str(), "--self-test"]);
+    run("the trainer's layers", &mut layers)
+}
+
 fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
@@ -323,6 +335,7 @@ const PURE: [&str; 5] = [
 fn test(args: &SetupArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     run("rustfmt", cargo().args(["fmt", "--all", "--check"]))?;
+    structure(&args.python)?;
     for p in PURE {
         check_no_torch(p)?;
     }

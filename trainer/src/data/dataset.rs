@@ -212,6 +212,17 @@ impl Dataset {
         );
         Dataset::new(images, labels, self.class_names.clone(), origin)
     }
+
+    /// The first `n` images of each class in file order (all of them when `n` is `None`).
+    pub fn head_per_class(&self, n: Option<usize>) -> Result<Dataset> {
+        self.subset(&self.head_per_class_indices(n))
+    }
+
+    /// The indices (in file order) of [`Dataset::head_per_class`]'s images.
+    pub fn head_per_class_indices(&self, n: Option<usize>) -> Vec<i64> {
+        let all: Vec<i64> = (0..self.len() as i64).collect();
+        first_per_class(self.label_slice(), &all, n, self.num_classes())
+    }
 }
 
 /// The `u8` images and the labels of a [`Dataset`], readable from another thread with no libtorch
@@ -284,4 +295,22 @@ pub(crate) fn numbered_classes(n: usize) -> Vec<String> {
 pub(crate) fn images_from_bytes(bytes: &[u8], shape: [usize; 4]) -> Result<Tensor> {
     let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     Ok(Tensor::f_from_data_size(bytes, &dims, Kind::Uint8)?)
+}
+
+/// The first `n` indices of each of the `k` classes among `indices`, in their order (all of
+/// them when `n` is `None`): the fixed per-class subsets of training and evaluation.
+pub fn first_per_class(labels: &[i64], indices: &[i64], n: Option<usize>, k: usize) -> Vec<i64> {
+    let Some(n) = n else {
+        return indices.to_vec();
+    };
+    let mut taken = vec![0usize; k];
+    indices
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let c = labels[i as usize] as usize;
+            taken[c] += 1;
+            taken[c] <= n
+        })
+        .collect()
 }

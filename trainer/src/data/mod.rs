@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub use augment::{Augment, PadMode};
 pub use cifar::Cifar100Labels;
-pub use dataset::{CacheStatus, Dataset, HostSource, Origin};
+pub use dataset::{CacheStatus, Dataset, HostSource, Origin, first_per_class};
 pub(crate) use loader::batches;
 pub use loader::{LoadedBatch, Loader, LoaderPlan};
 pub use split::{Split, SplitRule, SplitSpec, ValSize};

@@ -10,7 +10,7 @@ use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
 use tch::Device;
 
 use super::config::RunConfig;
-use super::data::{RunData, evaluate_on};
+use super::data::RunData;
 use super::dir::{MidEpoch, RunDir, RunState};
 use super::log::split_record;
 use super::report::SelectedTrack;
@@ -18,10 +18,12 @@ use super::seeds::{EvalSplit, eval_seed, stream, torch_seed};
 use super::{TrainOptions, progress};
 use crate::data::{Dataset, LoadedBatch, Loader, LoaderPlan};
 use crate::error::{IoContext, Result, TrainerError, invalid};
-use crate::eval::Report;
+use crate::eval::{EvalSettings, Report, evaluate_on};
 use crate::io::write_json;
 use crate::model::Model;
-use crate::train::{EpochOutcome, EpochProgress, EpochStats, Sgd, StepSettings, train_epoch_from};
+use crate::train::{
+    EpochOutcome, EpochProgress, EpochStats, Method, Objective, Sgd, StepSettings, train_epoch_from,
+};
 
 /// A run's model, optimiser, data and directory, and what an epoch carries from one driver step
 /// to the next.
@@ -30,6 +32,8 @@ pub(crate) struct Trainer<'a> {
     pub opts: &'a TrainOptions,
     pub dir: RunDir,
     pub device: Device,
+    /// How the run evaluates its models ([`RunConfig::eval_settings`]).
+    pub settings: EvalSettings,
     pub data: RunData,
     /// The per-epoch validation and test subsets (`eval.val_per_class`, `eval.test_per_class`).
     pub val_eval: Option<Dataset>,
@@ -84,9 +88,9 @@ impl<'a> Trainer<'a> {
         mid: Option<MidEpoch>,
     ) -> Result<Self> {
         let val_eval = (data.val.as_ref())
-            .map(|v| super::data::head_per_class(v, config.eval.val_per_class))
+            .map(|v| v.head_per_class(config.eval.val_per_class))
             .transpose()?;
-        let test_eval = super::data::head_per_class(&data.test, config.eval.test_per_class)?;
+        let test_eval = data.test.head_per_class(config.eval.test_per_class)?;
         let best_split = match (config.checkpoint.best_split, &data.val) {
             (super::BestSplit::Val, Some(_)) => "val",
             _ => "test",
@@ -97,6 +101,7 @@ impl<'a> Trainer<'a> {
             opts,
             dir,
             device,
+            settings: config.eval_settings(device),
             data,
             val_eval,
             test_eval,
@@ -132,7 +137,7 @@ impl<'a> Trainer<'a> {
             }
         };
         tch::manual_seed(eval_seed(self.config.seed, epoch, split));
-        evaluate_on(model, data, self.config, self.device)
+        evaluate_on(model, data, &self.settings, self.device)
     }
 
     /// WAT's K + 1 validation costs of `model` after `epoch`; `None` without a validation split.
@@ -141,11 +146,18 @@ impl<'a> Trainer<'a> {
             return Ok(None);
         };
         let config = self.config;
+        let Method::Trades(trades) = &config.train.method else {
+            return Err(invalid(
+                "train.method",
+                Objective::name(&config.train.method),
+                "trades (WAT's validation costs use the TRADES attack and loss)",
+            ));
+        };
         tch::manual_seed(eval_seed(config.seed, epoch, EvalSplit::Val));
         crate::eval::trades_costs(
             model,
-            crate::data::batches(v, config.eval_batch_size(self.device), self.device)?,
-            &config.train.method,
+            crate::data::batches(v, self.settings.batch_size, self.device)?,
+            &trades.attack,
             config.train.eps.value,
             config.train.beta,
             self.data.train.num_classes(),
@@ -157,8 +169,8 @@ impl<'a> Trainer<'a> {
     /// The final evaluation of `model`: the whole test set, the run's attack, reseeded as
     /// `classwise eval` does.
     pub fn final_eval(&self, model: &Model) -> Result<Report> {
-        tch::manual_seed(super::report_seed(self.config));
-        evaluate_on(model, &self.data.test, self.config, self.device)
+        tch::manual_seed(self.settings.seed);
+        evaluate_on(model, &self.data.test, &self.settings, self.device)
     }
 
     /// The loader of `epoch`'s batches from batch `skip` on, in the epoch's shuffled order.
@@ -295,7 +307,7 @@ impl Backend for Trainer<'_> {
             )
         })?;
         tch::manual_seed(super::seeds::initial_seed(config.seed));
-        let e = evaluate_on(&self.model, val, config, self.device)?;
+        let e = evaluate_on(&self.model, val, &self.settings, self.device)?;
         Ok(validation_stats(Some(&e)).1)
     }
 

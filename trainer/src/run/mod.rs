@@ -44,6 +44,7 @@ pub mod log;
 pub mod progress;
 mod report;
 pub mod seeds;
+mod source;
 mod start;
 mod tracks;
 
@@ -55,7 +56,6 @@ use classwise_core::select::Selector;
 
 pub use crate::attack::Eps;
 pub use config::{BestSplit, DeviceChoice, RunConfig};
-pub use data::{evaluate_on, evaluate_with, head_per_class, head_per_class_indices};
 pub use dir::{BuildInfo, MidEpoch, RunDir, RunProgress, RunState};
 pub use log::split_record;
 pub use seeds::report_seed;

@@ -1,18 +1,17 @@
-//! `classwise eval [--attack pgd|fgsm|fgsm-rs|cw|temperature|flip-steps]`: the run's model under
-//! its own evaluation attack or another, class by class.
+//! `classwise eval [--attack pgd|fgsm|fgsm-rs|cw|temperature|flip-steps]`: a model under its
+//! source's evaluation attack or another, class by class.
 
 use crate::attack::{EarlyStoppedPgd, Pgd, StepSize};
 use crate::error::{Result, invalid};
-use crate::eval::{markdown, write_predictions};
-use crate::run::{RunConfig, RunDir, evaluate_on, evaluate_with, report_seed};
+use crate::eval::{Subject, evaluate_on, evaluate_with, markdown, write_predictions};
 
-use super::{EvalOutput, EvalRequest, file_stem, load_eval_model, test_subset, write_report};
+use super::{EvalOutput, EvalRequest, file_stem, lay_out, test_subset, write_report};
 
 /// The attack of an evaluation; `steps` and `step` (default ε/4, ε for FGSM-RS) where the
 /// attack takes them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum AttackChoice {
-    /// The run's own evaluation attack.
+    /// The source's own evaluation attack.
     Configured,
     /// PGD on cross-entropy with a uniform start.
     Pgd { steps: usize, step: Option<f64> },
@@ -68,32 +67,25 @@ impl AttackChoice {
 /// Evaluates the request's model with `choice` on the test subset.
 pub(super) fn run(
     request: &EvalRequest,
-    dir: &RunDir,
-    mut config: RunConfig,
+    mut subject: Subject,
     choice: &AttackChoice,
 ) -> Result<EvalOutput> {
-    let eps = config.eval.eps.value;
-    if let Some(attack) = choice.pgd(eps) {
-        config.eval.attack = attack;
+    let settings = &mut subject.settings;
+    if let Some(attack) = choice.pgd(settings.eps.value) {
+        settings.attack = attack;
     }
-    config
-        .eval
-        .attack
-        .validate()
-        .map_err(|e| e.in_section("eval"))?;
-    let flip = choice.flip(eps)?;
-    let device = config.device.device()?;
-    let format = request.memory_format.unwrap_or(config.memory_format);
-    let model = load_eval_model(dir, &request.checkpoint, device, format)?;
-    let (test, _) = test_subset(request, &config)?;
-    let report = crate::seed::seeded(report_seed(&config), || match &flip {
-        Some(f) => evaluate_with(&model, &test, &config, f, device),
-        None => evaluate_on(&model, &test, &config, device),
+    (settings.attack.validate()).map_err(|e| e.in_section("eval"))?;
+    let flip = choice.flip(settings.eps.value)?;
+    lay_out(&mut subject, request, None)?;
+    let (test, _) = test_subset(request, &subject)?;
+    let (model, settings, device) = (&subject.model, &subject.settings, subject.device);
+    let report = crate::seed::seeded(settings.seed, || match &flip {
+        Some(f) => evaluate_with(model, &test, settings, f, device),
+        None => evaluate_on(model, &test, settings, device),
     })?;
-    let counting = config.eval.robust_counting;
-    let stem = file_stem(request, &report.attack, &config.eval.eps, counting);
+    let stem = file_stem(request, &subject, &report.attack);
     let text = markdown(&report);
-    let out = write_report(dir, &stem, "evaluation", &report, text)?;
+    let out = write_report(&subject.out_dir, &stem, "evaluation", &report, text)?;
     write_predictions(&report, &out.json_path)?;
     Ok(out)
 }

@@ -1,5 +1,5 @@
 //! `classwise eval --attack autoattack`: the cascade on the test subset, resumable from
-//! `<run>/<report stem>.partial/`, optionally saving the adversarial examples.
+//! `<out dir>/<report stem>.partial/`, optionally saving the adversarial examples.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -7,15 +7,14 @@ use std::path::Path;
 use crate::attack::Eps;
 use crate::data::Dataset;
 use crate::error::{Result, invalid};
-use crate::eval::RobustCounting;
 use crate::eval::autoattack::{
     AaAttack, AutoAttackSpec, Cascade, CascadeOutcome, Version, clean_logits,
 };
+use crate::eval::{RobustCounting, Subject};
 use crate::model::{MemoryFormat, Model};
-use crate::run::{RunConfig, RunDir, report_seed};
 
 use super::{
-    EvalOutput, EvalRequest, file_stem, load_eval_model, remove_partial, test_subset, write_report,
+    EvalOutput, EvalRequest, file_stem, lay_out, remove_partial, test_subset, write_report,
 };
 
 /// AutoAttack's version or custom attack list, its batch size, and whether to save the
@@ -33,8 +32,7 @@ pub struct AutoAttackJob {
 /// Runs AutoAttack on the request's model (kernels channels-last unless asked otherwise).
 pub(super) fn run(
     request: &EvalRequest,
-    dir: &RunDir,
-    config: RunConfig,
+    mut subject: Subject,
     job: &AutoAttackJob,
 ) -> Result<EvalOutput> {
     if request.robust_counting == Some(RobustCounting::AdversarialOnly) {
@@ -51,20 +49,18 @@ pub(super) fn run(
     };
     spec.validate()
         .map_err(|e| invalid("--attacks", e, "a valid AutoAttack attack list"))?;
-    let device = config.device.device()?;
-    let format = request.memory_format.unwrap_or(MemoryFormat::ChannelsLast);
-    let model = load_eval_model(dir, &request.checkpoint, device, format)?;
-    let (test, indices) = test_subset(request, &config)?;
-    let eps = &config.eval.eps;
-    let counting = RobustCounting::CleanAndAdversarial;
-    let stem = file_stem(request, &spec.describe(), eps, counting);
-    let partial = dir.0.join(format!("{stem}.partial"));
+    lay_out(&mut subject, request, Some(MemoryFormat::ChannelsLast))?;
+    let (test, indices) = test_subset(request, &subject)?;
+    subject.settings.robust_counting = RobustCounting::CleanAndAdversarial;
+    let stem = file_stem(request, &subject, &spec.describe());
+    let partial = subject.out_dir.join(format!("{stem}.partial"));
+    let (model, device, eps) = (&subject.model, subject.device, &subject.settings.eps);
     let cascade = Cascade {
         label: spec.label().to_string(),
         steps: spec.steps(),
         eps: eps.value,
         batch_size: job.batch_size,
-        seed: report_seed(&config) as u64,
+        seed: subject.settings.seed as u64,
         randomized: spec.randomized(),
         state_dir: Some(&partial),
         model_id: model.fingerprint()?,
@@ -78,9 +74,15 @@ pub(super) fn run(
         test.len(),
         partial.display()
     );
-    let out = cascade.run(&model, &test, device)?;
+    let out = cascade.run(model, &test, device)?;
     let text = crate::eval::autoattack::markdown(&out.report);
-    let mut written = write_report(dir, &stem, "autoattack report", &out.report, text)?;
+    let mut written = write_report(
+        &subject.out_dir,
+        &stem,
+        "autoattack report",
+        &out.report,
+        text,
+    )?;
     crate::eval::write_predictions(&out.report.evaluation, &written.json_path)?;
     if job.save_adv {
         let stem = written
@@ -91,7 +93,7 @@ pub(super) fn run(
         let path = written
             .json_path
             .with_file_name(format!("{stem}-adv.safetensors"));
-        save_adversarial(&path, &test, &indices, &out, eps, &spec, &model)?;
+        save_adversarial(&path, &test, &indices, &out, eps, &spec, model)?;
         written.other_files.push(path);
     }
     remove_partial(&partial)?;

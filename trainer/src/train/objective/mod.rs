@@ -31,10 +31,11 @@ use tch::{Device, Kind, Tensor};
 
 use super::plan::ClassPlan;
 use crate::attack::{Attack, AttackInput, Budget, Pgd, StepSize};
-use crate::diagnose::probe;
 use crate::error::{Result, invalid};
 use crate::model::Classifier;
 use classwise_core::rule::Base;
+
+pub(crate) use crate::loss::{ce, kl, kl_log};
 
 /// The loss of one batch and what it measured.
 pub struct StepOutput {
@@ -225,40 +226,6 @@ impl Objective for Method {
 /// The predicted class per sample (int64, [N]).
 pub(crate) fn predicted_by(logits: &Tensor) -> Tensor {
     logits.detach().argmax(-1, false)
-}
-
-/// Per-sample CE.
-pub(crate) fn ce(z: &Tensor, y: &Tensor) -> Tensor {
-    let ce = -z
-        .log_softmax(-1, Kind::Float)
-        .gather(1, &y.unsqueeze(1), false)
-        .squeeze_dim(1);
-    probe("ce", &ce);
-    ce
-}
-
-/// Per-sample KL(p ‖ softmax(z_adv)) with p = softmax(z) not detached (TRADES).
-pub fn kl(z: &Tensor, z_adv: &Tensor) -> Tensor {
-    kl_log(
-        &z.log_softmax(-1, Kind::Float),
-        &z_adv.log_softmax(-1, Kind::Float),
-    )
-}
-
-/// Per-sample KL(p ‖ q) = Σ_k p_k (log p_k − log q_k) from the log-probabilities, with
-/// p_k = exp(log p_k). Taken in log space on purpose: where p_k underflows to 0 in float32 (a
-/// logit gap above about 104) the term is 0 and so is its gradient, which is the limit of the
-/// exact one. The probability-space form `xlogy(p, p) − p·log q` — which PyTorch's `kl_div`
-/// computes since 1.13, and so the reference codes' `nn.KLDivLoss` on current PyTorch — has
-/// the gradient `p / p` = 0/0 = NaN with respect to its second argument there
-/// (pytorch/pytorch#89558), which made the ResNet-18 TRADES/MART presets reach a NaN loss
-/// within a few batches once the network grew confident.
-pub fn kl_log(log_p: &Tensor, log_q: &Tensor) -> Tensor {
-    probe("kl.log_p", log_p);
-    probe("kl.log_q", log_q);
-    let kl = (log_p.exp() * (log_p - log_q)).sum_dim_intlist(-1, false, Kind::Float);
-    probe("kl", &kl);
-    kl
 }
 
 /// Checks the batch and its labels; returns the per-sample budgets ε_{y_i}.

@@ -7,6 +7,13 @@
 //! reference `tools/bench/reference.py` prints, so that `tools/bench/side_by_side.py` can
 //! compare the two process by process.
 
+pub mod autoattack;
+mod crosscheck;
+mod text;
+
+pub use autoattack::{AaBench, AaBenchOutcome, AaSettings};
+pub use crosscheck::CrossCheck;
+
 use std::time::Instant;
 
 use serde::Serialize;
