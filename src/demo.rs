@@ -253,9 +253,12 @@ fn train_smoke(
     Ok((config, report))
 }
 
-/// Trains the variants of [`COMPARED`] after the fmnist-smoke run in `out` and compares the
-/// three; returns the summary lines.
-fn compare_smoke(out: &Path, data_dir: Option<PathBuf>) -> anyhow::Result<Vec<String>> {
+/// The runs [`compare_smoke`] compares: the fmnist-smoke run in `out` and the variants of
+/// [`COMPARED`], trained here.
+fn train_compared(
+    out: &Path,
+    data_dir: Option<PathBuf>,
+) -> anyhow::Result<Vec<classwise_figures::compare::RunInput>> {
     let mut runs = Vec::new();
     for (name, overrides) in COMPARED {
         let dir = if overrides.is_empty() {
@@ -264,18 +267,20 @@ fn compare_smoke(out: &Path, data_dir: Option<PathBuf>) -> anyhow::Result<Vec<St
             let dir = out.join(format!("fmnist-smoke-{name}"));
             let started = Instant::now();
             train_smoke(&dir, data_dir.clone(), overrides)?;
-            println!(
-                "trained fmnist-smoke-{name} ({:.0} s)",
-                started.elapsed().as_secs_f64()
-            );
+            let secs = started.elapsed().as_secs_f64();
+            println!("trained fmnist-smoke-{name} ({secs:.0} s)");
             dir
         };
-        runs.push(classwise_figures::compare::RunInput {
-            dir,
-            group: name.to_owned(),
-            seed: Some(0),
-        });
+        let (group, seed) = (name.to_owned(), Some(0));
+        runs.push(classwise_figures::compare::RunInput { dir, group, seed });
     }
+    Ok(runs)
+}
+
+/// Trains the variants of [`COMPARED`] after the fmnist-smoke run in `out` and compares the
+/// three; returns the summary lines.
+fn compare_smoke(out: &Path, data_dir: Option<PathBuf>) -> anyhow::Result<Vec<String>> {
+    let runs = train_compared(out, data_dir)?;
     let options = crate::compare::Options {
         baseline: Some("at"),
         counting: None,
@@ -296,24 +301,11 @@ fn compare_smoke(out: &Path, data_dir: Option<PathBuf>) -> anyhow::Result<Vec<St
     )];
     for g in &comparison.groups {
         for (suffix, model) in [("", "last"), (" + FAWA", "fawa")] {
-            let Some(s) = g.get(model, key) else {
-                continue;
-            };
-            let worst = s.get("robust_worst").mean;
-            let class = s
-                .robust_per_class
-                .iter()
-                .enumerate()
-                .min_by(|a, b| a.1.mean.total_cmp(&b.1.mean))
-                .map_or(0, |(c, _)| c);
-            lines.push(format!(
-                "  {:<14} clean {:.1}%, robust {:.1}%, worst class {:.1}% ({})",
-                format!("{}{suffix}", g.name),
-                100.0 * s.get("clean_avg").mean,
-                100.0 * s.get("robust_avg").mean,
-                100.0 * worst,
-                g.class_names[class]
-            ));
+            let label = format!("{}{suffix}", g.name);
+            let line = g
+                .get(model, key)
+                .map(|s| s.headline(&label, &g.class_names));
+            lines.extend(line.map(|l| format!("  {l}")));
         }
     }
     Ok(lines)

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use classwise_trainer::interrupt::{self, EXIT_INTERRUPTED};
+use classwise_trainer::interrupt;
 use classwise_trainer::sweep::local::{LocalOptions, run_local};
 use classwise_trainer::sweep::slurm::{SlurmOptions, write_stages};
-use classwise_trainer::sweep::task::{EXIT_BUSY, EXIT_WAITING, TaskOptions, TaskOutcome, run_task};
+use classwise_trainer::sweep::task::{TaskOptions, run_task};
 use classwise_trainer::sweep::{self, collect, status};
 
 #[derive(Subcommand)]
@@ -160,27 +160,33 @@ pub fn run(command: SweepCommand) -> anyhow::Result<ExitCode> {
             threads,
             data_dir,
         } => task(&dir, index, threads, data_dir),
-        SweepCommand::Status { dir, json } => {
-            let (manifest, rows) = status::status(&dir)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else {
-                println!("sweep `{}` in {}\n", manifest.name, dir.display());
-                print!("{}", status::markdown(&rows));
-                println!("\n{}", status::summary_line(&rows));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        SweepCommand::Collect { dir } => {
-            let c = collect::collect(&dir)?;
-            let paths = collect::write(&dir, &c)?;
-            print!("{}", collect::markdown(&c));
-            for p in paths {
-                eprintln!("wrote {}", p.display());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        SweepCommand::Status { dir, json } => print_status(&dir, json),
+        SweepCommand::Collect { dir } => collect(&dir),
     }
+}
+
+/// `classwise sweep status`: every run's state, as a table or JSON.
+fn print_status(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let (manifest, rows) = status::status(dir)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!("sweep `{}` in {}\n", manifest.name, dir.display());
+        print!("{}", status::markdown(&rows));
+        println!("\n{}", status::summary_line(&rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `classwise sweep collect`: the sweep's table over seeds, written and printed.
+fn collect(dir: &Path) -> anyhow::Result<ExitCode> {
+    let c = collect::collect(dir)?;
+    let paths = collect::write(dir, &c)?;
+    print!("{}", collect::markdown(&c));
+    for p in paths {
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `classwise sweep run`: the pending runs on this machine, `workers` at a time.
@@ -197,34 +203,16 @@ fn run_here(
         None => (cpus / workers).max(1),
     };
     interrupt::install()?;
-    let report = run_local(
-        dir,
-        &LocalOptions {
-            workers,
-            threads,
-            program: std::env::current_exe().context("locating the classwise binary")?,
-            data_dir,
-        },
-    )?;
-    eprintln!(
-        "{} trained, {} already done, {} interrupted, {} failed, {} busy, {} not started",
-        report.done.len(),
-        report.skipped.len(),
-        report.interrupted.len(),
-        report.failed.len(),
-        report.busy.len(),
-        report.not_started.len()
-    );
-    for (id, how, log) in &report.failed {
-        eprintln!("failed: {id} ({how}); its log: {}", log.display());
-    }
-    Ok(if !report.failed.is_empty() {
-        ExitCode::FAILURE
-    } else if !report.interrupted.is_empty() || !report.not_started.is_empty() {
-        ExitCode::from(EXIT_INTERRUPTED)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let program = std::env::current_exe().context("locating the classwise binary")?;
+    let options = LocalOptions {
+        workers,
+        threads,
+        program,
+        data_dir,
+    };
+    let report = run_local(dir, &options)?;
+    eprintln!("{report}");
+    Ok(ExitCode::from(report.exit_code()))
 }
 
 /// `classwise sweep slurm`: the sbatch scripts of the runs not done (or `all`), one per stage,
@@ -238,11 +226,7 @@ fn submit_slurm(
 ) -> anyhow::Result<ExitCode> {
     let dir = absolute(dir)?;
     let (manifest, rows) = status::status(&dir)?;
-    let indices: Vec<usize> = rows
-        .iter()
-        .filter(|r| all || r.state != status::RunState::Done)
-        .map(|r| r.index)
-        .collect();
+    let indices = status::pending(&rows, all);
     if indices.is_empty() {
         eprintln!("every run of {} is done: nothing to submit", dir.display());
         return Ok(ExitCode::SUCCESS);
@@ -251,21 +235,11 @@ fn submit_slurm(
         std::env::current_exe().context("locating the classwise binary")?,
         data_dir.map(|d| absolute(&d)).transpose()?,
     );
-    let scripts = write_stages(&dir, &manifest, &indices, &options, submit)?;
-    for s in &scripts {
-        let after = match s.stage {
-            0 => "",
-            _ if submit => ", after the previous stage",
-            _ => ", to submit after the previous stage: sbatch --dependency=afterany:JOB",
-        };
-        eprintln!(
-            "wrote {} ({} array tasks{after})",
-            s.path.display(),
-            s.tasks
-        );
+    for s in write_stages(&dir, &manifest, &indices, &options, submit)? {
+        eprintln!("{}", s.describe(submit));
         println!(
             "{}",
-            s.job.as_deref().unwrap_or(&s.path.display().to_string())
+            (s.job).unwrap_or_else(|| s.path.display().to_string())
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -282,50 +256,17 @@ fn task(
         classwise_trainer::tch::set_num_threads(i32::try_from(t)?);
     }
     interrupt::install()?;
-    let outcome = run_task(
-        dir,
-        index,
-        TaskOptions {
-            data_dir,
-            build: crate::trainer_cli::build_info(),
-            verbose: true,
-        },
-    )?;
-    Ok(match outcome {
-        TaskOutcome::AlreadyDone => {
-            eprintln!("run {index} of {} is already complete", dir.display());
-            ExitCode::SUCCESS
-        }
-        TaskOutcome::Done => ExitCode::SUCCESS,
-        TaskOutcome::Interrupted(mid) => {
-            eprintln!(
-                "interrupted{} before batch {} of epoch {}: checkpointed; the next task \
-                 for index {index} resumes it",
-                mid.signal.map(|s| format!(" by {s}")).unwrap_or_default(),
-                mid.progress.next_step,
-                mid.epoch + 1
-            );
-            ExitCode::from(EXIT_INTERRUPTED)
-        }
-        TaskOutcome::Waiting(ids) => {
-            eprintln!(
-                "run {index} of {} starts from runs that are not complete: {}",
-                dir.display(),
-                ids.join(", ")
-            );
-            ExitCode::from(EXIT_WAITING)
-        }
-        TaskOutcome::Busy(holder) => {
-            eprintln!(
-                "run {index} of {} is being trained by another process{}",
-                dir.display(),
-                holder
-                    .map(|a| format!(" (on {}, pid {})", a.host, a.pid))
-                    .unwrap_or_default()
-            );
-            ExitCode::from(EXIT_BUSY)
-        }
-    })
+    let build = crate::trainer_cli::build_info();
+    let options = TaskOptions {
+        data_dir,
+        build,
+        verbose: true,
+    };
+    let outcome = run_task(dir, index, options)?;
+    if let Some(message) = outcome.describe(dir, index) {
+        eprintln!("{message}");
+    }
+    Ok(ExitCode::from(outcome.exit_code()))
 }
 
 fn plan(spec: &Path, out: Option<PathBuf>, set: &[String]) -> anyhow::Result<ExitCode> {

@@ -80,38 +80,16 @@ fn run_verify(cases: usize, seed: u64, json: bool) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "{:<4} {:<44} {:>6} {:>6} {:>12}  hypotheses",
-            "id", "reference", "cases", "passed", "worst margin"
-        );
-        for c in &report.checks {
-            let mark = if c.ok() { "" } else { "  <-- FAILED" };
-            println!(
-                "{:<4} {:<44} {:>6} {:>6} {:>12.3e}  {}{mark}",
-                c.id, c.reference, c.cases, c.passed, c.worst_margin, c.hypotheses
-            );
-        }
-        println!("\nerrata");
-        for e in &report.errata {
-            let status = if e.confirmed {
-                "confirmed"
-            } else {
-                "NOT CONFIRMED"
-            };
-            println!("{:<4} {:<13} {}: {}", e.id, status, e.reference, e.claim);
-            println!("     {}", e.counterexample);
-        }
-        println!(
-            "\n{} checks, {} errata, seed {seed}, {cases} cases per check, {:.1} s: {}",
+            "{report}\n{} checks, {} errata, seed {seed}, {cases} cases per check, {:.1} s: {}",
             report.checks.len(),
             report.errata.len(),
             started.elapsed().as_secs_f64(),
             if report.ok() { "all hold" } else { "FAILURES" }
         );
     }
-    Ok(if report.ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    Ok(match report.ok() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
     })
 }
 
@@ -147,46 +125,6 @@ fn run_eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Parses one batch line, naming the offending field on error.
-fn parse_params(line: &str) -> Result<Params, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| format!("expected a JSON object, got {v}"))?;
-    const KEYS: [&str; 7] = ["d", "eta", "sigma", "p_pos", "p_neg", "w", "eps"];
-    if let Some(k) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown field `{k}` (expected {})",
-            KEYS.join(", ")
-        ));
-    }
-    let num = |k: &str| -> Result<f64, String> {
-        match obj.get(k) {
-            None => Err(format!("missing field `{k}`")),
-            Some(x) => x
-                .as_f64()
-                .ok_or_else(|| format!("field `{k}`: expected a number, got {x}")),
-        }
-    };
-    let d = match obj.get("d") {
-        None => return Err("missing field `d`".into()),
-        Some(x) => x
-            .as_u64()
-            .and_then(|d| u32::try_from(d).ok())
-            .ok_or_else(|| format!("field `d`: expected a positive integer, got {x}"))?,
-    };
-    Ok(Params {
-        d,
-        eta: num("eta")?,
-        sigma: num("sigma")?,
-        p_pos: num("p_pos")?,
-        p_neg: num("p_neg")?,
-        w: num("w")?,
-        eps: num("eps")?,
-    })
-}
-
 /// One JSON result per input line; a bad line yields `{"line": n, "error": "..."}` in its place
 /// (and on stderr) and the exit status 1, without stopping the other lines.
 fn run_batch(path: &PathBuf) -> anyhow::Result<ExitCode> {
@@ -205,7 +143,7 @@ fn run_batch(path: &PathBuf) -> anyhow::Result<ExitCode> {
         if line.trim().is_empty() {
             continue;
         }
-        let result = parse_params(&line).and_then(|p| evaluate(p).map_err(|e| e.to_string()));
+        let result = Params::from_json(&line).and_then(|p| evaluate(p).map_err(|e| e.to_string()));
         match result {
             Ok(e) => writeln!(out, "{}", serde_json::to_string(&e)?)?,
             Err(msg) => {

@@ -1,16 +1,15 @@
 //! `classwise toy`: Monte Carlo simulation of the binary model and the multi-class toys.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use classwise_theory::model::{Adversary, BinaryModel, Class};
-use classwise_toy::binary::{
-    CcmReport, Estimate, Sampler, Sweep, ccm_run, fit_report, simulate, sweep,
-};
+use classwise_theory::model::{Adversary, BinaryModel};
+use classwise_toy::binary::{ccm_run, fit_report, scatter_csv, simulate, sweep};
+use serde::Serialize;
 
 /// σ of CFA Figure 1 (σ² = 0.6).
 const FIGURE1_SIGMA: f64 = 0.774_596_669_241_483_4;
@@ -19,100 +18,19 @@ const FIGURE1_SIGMA: f64 = 0.774_596_669_241_483_4;
 pub enum ToyCommand {
     /// Empirical clean and robust accuracies of f_w (N samples per class, exact worst-case
     /// ℓ∞ perturbation) with standard errors, next to the closed forms and the z-scores.
-    Simulate {
-        #[command(flatten)]
-        model: ModelArgs,
-        /// The classifier's w > 0 (f_w(x) = sign(x₁ + (x₂+…+x_{d+1})/w)).
-        #[arg(long, allow_negative_numbers = true)]
-        w: f64,
-        /// Attack budget ε (as in `theory eval`).
-        #[arg(long, allow_negative_numbers = true)]
-        eps: f64,
-        #[command(flatten)]
-        mc: McArgs,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Simulate(SimulateArgs),
     /// `simulate` for several w on the same samples (common random numbers): empirical
     /// A_y(w), R_y(w, ε) against w, as in CFA Figure 1(b), with the closed forms (Theorems 3-4).
-    Sweep {
-        #[command(flatten)]
-        model: ModelArgs,
-        /// Values of w, comma-separated (e.g. 0.25,0.5,1,2,3).
-        #[arg(
-            long,
-            value_delimiter = ',',
-            required = true,
-            allow_negative_numbers = true
-        )]
-        w: Vec<f64>,
-        /// Attack budget ε.
-        #[arg(long, allow_negative_numbers = true)]
-        eps: f64,
-        #[command(flatten)]
-        mc: McArgs,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Sweep(SweepArgs),
     /// Toy adversarial training: the empirical ŵ_ε (exact maximiser of the empirical robust
     /// accuracy, and a logistic-loss gradient fit of (w₁, w₂)) for each ε, and the empirical
     /// w*_y, next to the closed forms (CFA Theorems 2 and 3).
-    Fit {
-        #[command(flatten)]
-        model: ModelArgs,
-        /// Training budgets, comma-separated (e.g. 0,0.1,0.2,0.3).
-        #[arg(
-            long,
-            value_delimiter = ',',
-            required = true,
-            allow_negative_numbers = true
-        )]
-        eps: Vec<f64>,
-        /// Threat model of the training perturbation.
-        #[arg(long, value_enum, default_value_t = AdversaryArg::Paper)]
-        adversary: AdversaryArg,
-        #[command(flatten)]
-        mc: McArgs,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Fit(FitArgs),
     /// CFA's class-wise budgets ε_y = (λ₁ + t_y)ε (CCM, eq. 6) iterated on the binary model, next
     /// to one budget for both classes: w, ε_y, t_y and the population accuracies per epoch.
-    Ccm {
-        #[command(flatten)]
-        model: ModelArgs,
-        /// Base training budget ε.
-        #[arg(long, default_value_t = 0.2)]
-        eps: f64,
-        /// λ₁ of CFA eq. (6) (0.5 for AT).
-        #[arg(long, default_value_t = 0.5)]
-        lambda1: f64,
-        /// Number of epochs.
-        #[arg(long, default_value_t = 8)]
-        epochs: usize,
-        #[command(flatten)]
-        mc: McArgs,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Ccm(CcmArgs),
     /// The 100-points-per-class sample of CFA Figure 1(a) (or any model) as CSV: y,x1,...
-    Scatter {
-        #[command(flatten)]
-        model: ModelArgs,
-        /// Points per class.
-        #[arg(long, default_value_t = 100)]
-        samples: usize,
-        /// Seed (ChaCha8, one stream per class and chunk).
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Output file (written atomically); stdout when absent.
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Scatter(ScatterArgs),
     /// Train a linear softmax model on K Gaussian classes of different difficulty with one
     /// method and report the class-wise history and final table.
     Multiclass(MulticlassArgs),
@@ -125,6 +43,102 @@ pub enum ToyCommand {
         #[arg(long, default_value_t = 1_000_000)]
         samples: usize,
     },
+}
+
+#[derive(Args)]
+pub struct SimulateArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The classifier's w > 0 (f_w(x) = sign(x₁ + (x₂+…+x_{d+1})/w)).
+    #[arg(long, allow_negative_numbers = true)]
+    w: f64,
+    /// Attack budget ε (as in `theory eval`).
+    #[arg(long, allow_negative_numbers = true)]
+    eps: f64,
+    #[command(flatten)]
+    mc: McArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Values of w, comma-separated (e.g. 0.25,0.5,1,2,3).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        allow_negative_numbers = true
+    )]
+    w: Vec<f64>,
+    /// Attack budget ε.
+    #[arg(long, allow_negative_numbers = true)]
+    eps: f64,
+    #[command(flatten)]
+    mc: McArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct FitArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Training budgets, comma-separated (e.g. 0,0.1,0.2,0.3).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        allow_negative_numbers = true
+    )]
+    eps: Vec<f64>,
+    /// Threat model of the training perturbation.
+    #[arg(long, value_enum, default_value_t = AdversaryArg::Paper)]
+    adversary: AdversaryArg,
+    #[command(flatten)]
+    mc: McArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct CcmArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Base training budget ε.
+    #[arg(long, default_value_t = 0.2)]
+    eps: f64,
+    /// λ₁ of CFA eq. (6) (0.5 for AT).
+    #[arg(long, default_value_t = 0.5)]
+    lambda1: f64,
+    /// Number of epochs.
+    #[arg(long, default_value_t = 8)]
+    epochs: usize,
+    #[command(flatten)]
+    mc: McArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ScatterArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Points per class.
+    #[arg(long, default_value_t = 100)]
+    samples: usize,
+    /// Seed (ChaCha8, one stream per class and chunk).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output file (written atomically); stdout when absent.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -211,260 +225,65 @@ impl From<AdversaryArg> for Adversary {
 
 pub fn run(cmd: ToyCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        ToyCommand::Simulate {
-            model,
-            w,
-            eps,
-            mc,
-            json,
-        } => {
-            let model = model.model()?;
-            emit(&if json {
-                serde_json::to_string_pretty(&simulate(model, w, eps, mc.samples, mc.seed)?)? + "\n"
-            } else {
-                point_table("", &sweep(model, &[w], eps, mc.samples, mc.seed)?)
-            })?;
+        ToyCommand::Simulate(a) => simulate_cmd(&a)?,
+        ToyCommand::Sweep(a) => {
+            let s = sweep(a.model.model()?, &a.w, a.eps, a.mc.samples, a.mc.seed)?;
+            let header = "common random numbers: every w sees the same samples\n";
+            emit_either(&s, a.json, header)?;
         }
-        ToyCommand::Sweep {
-            model,
-            w,
-            eps,
-            mc,
-            json,
-        } => {
-            let s = sweep(model.model()?, &w, eps, mc.samples, mc.seed)?;
-            emit(&if json {
-                serde_json::to_string_pretty(&s)? + "\n"
-            } else {
-                point_table("common random numbers: every w sees the same samples\n", &s)
-            })?;
+        ToyCommand::Fit(a) => {
+            let (adversary, n, seed) = (a.adversary.into(), a.mc.samples, a.mc.seed);
+            let r = fit_report(a.model.model()?, &a.eps, adversary, n, seed)?;
+            emit_either(&r, a.json, "")?;
         }
-        ToyCommand::Fit {
-            model,
-            eps,
-            adversary,
-            mc,
-            json,
-        } => {
-            let r = fit_report(model.model()?, &eps, adversary.into(), mc.samples, mc.seed)?;
-            emit(&if json {
-                serde_json::to_string_pretty(&r)? + "\n"
-            } else {
-                fit_table(&r)
-            })?;
+        ToyCommand::Scatter(a) => {
+            let csv = scatter_csv(a.model.model()?, a.samples, a.seed)?;
+            write_or_emit(a.out.as_deref(), &csv)?;
         }
-        ToyCommand::Scatter {
-            model,
-            samples,
-            seed,
-            out,
-        } => {
-            let csv = scatter_csv(model.model()?, samples, seed)?;
-            match out {
-                Some(path) => classwise_trainer::io::write_atomic(&path, csv.as_bytes())
-                    .with_context(|| format!("writing {}", path.display()))?,
-                None => emit(&csv)?,
-            }
+        ToyCommand::Ccm(a) => {
+            let (n, seed) = (a.mc.samples, a.mc.seed);
+            let r = ccm_run(a.model.model()?, a.eps, a.lambda1, a.epochs, n, seed)?;
+            emit_either(&r, a.json, "")?;
         }
-        ToyCommand::Ccm {
-            model,
-            eps,
-            lambda1,
-            epochs,
-            mc,
-            json,
-        } => {
-            let r = ccm_run(model.model()?, eps, lambda1, epochs, mc.samples, mc.seed)?;
-            emit(&if json {
-                serde_json::to_string_pretty(&r)? + "\n"
-            } else {
-                ccm_table(&r)
-            })?;
-        }
-        ToyCommand::Multiclass(args) => multiclass(&args)?,
+        ToyCommand::Multiclass(a) => multiclass(&a)?,
         ToyCommand::Bench { d, samples } => bench(d, samples)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The table of one w: accuracy, class, estimate, s.e., closed form, z.
-fn point_table(header: &str, s: &Sweep) -> String {
-    let mut out = format!(
-        "{header}{} samples per class, eps = {}, seed {}\n{:>8} {:<14} {:>5} {:>10} {:>9} {:>11} {:>7}\n",
-        s.samples_per_class,
-        s.eps,
-        s.seed,
-        "w",
-        "accuracy",
-        "class",
-        "estimate",
-        "s.e.",
-        "closed form",
-        "z"
-    );
-    for p in &s.points {
-        let rows = [
-            (
-                "clean",
-                &p.estimates.clean,
-                &p.closed_form.clean,
-                &p.z.clean,
-            ),
-            (
-                "robust paper",
-                &p.estimates.robust_paper,
-                &p.closed_form.robust_paper,
-                &p.z.robust_paper,
-            ),
-            (
-                "robust full",
-                &p.estimates.robust_full,
-                &p.closed_form.robust_full,
-                &p.z.robust_full,
-            ),
-        ];
-        for (name, e, c, z) in rows {
-            let per: [(&str, &Estimate, f64, f64); 2] =
-                [("+1", &e.pos, c.pos, z.pos), ("-1", &e.neg, c.neg, z.neg)];
-            for (class, e, c, z) in per {
-                let _ = writeln!(
-                    out,
-                    "{:>8} {name:<14} {class:>5} {:>10.6} {:>9.2e} {c:>11.6} {z:>7.2}",
-                    p.w, e.mean, e.se
-                );
-            }
-        }
-    }
-    out
-}
-
-fn fit_table(r: &classwise_toy::binary::FitReport) -> String {
-    let mut out = format!(
-        "{} samples per class, {:?} adversary, seed {}\n{:>8} {:>14} {:>14} {:>14}\n",
-        r.samples_per_class,
-        r.adversary,
-        r.seed,
-        "eps",
-        "w-hat (exact)",
-        "w (logistic)",
-        "closed form"
-    );
-    for p in &r.points {
-        let cf = p.closed_form.map_or("n/a".to_string(), |c| c.0.label());
-        let _ = writeln!(
-            out,
-            "{:>8} {:>14} {:>14} {:>14}",
-            p.eps,
-            short(p.empirical.argmax.0),
-            short(p.surrogate.w.0),
-            cf
-        );
-    }
-    let _ = writeln!(
-        out,
-        "empirical w-hat non-decreasing in eps (Theorem 2): {}{}",
-        r.empirical_monotone,
-        match r.adversary {
-            Adversary::Paper => "",
-            Adversary::Full => " (Theorem 2 holds for the paper's adversary only: erratum C6)",
-        }
-    );
-    for (c, e, cf) in [
-        (
-            Class::Pos,
-            &r.w_star_empirical.pos,
-            r.w_star_closed_form.pos,
-        ),
-        (
-            Class::Neg,
-            &r.w_star_empirical.neg,
-            r.w_star_closed_form.neg,
-        ),
-    ] {
-        let _ = writeln!(
-            out,
-            "w*_{:?}: empirical {} (clean accuracy {:.4}), closed form {}",
-            c,
-            short(e.argmax.0),
-            e.accuracy,
-            cf.0.label()
-        );
-    }
-    out
-}
-
-fn ccm_table(r: &CcmReport) -> String {
-    let mut out = format!(
-        "CCM eps_y = ({} + t_y) * {}, {} samples per class, seed {}\n{:<8} {:>5} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
-        r.lambda1,
-        r.eps,
-        r.samples_per_class,
-        r.seed,
-        "run",
-        "epoch",
-        "eps+",
-        "eps-",
-        "w",
-        "t+",
-        "t-",
-        "A+",
-        "A-",
-        "R+(2eta)",
-        "R-(2eta)"
-    );
-    let last = r
-        .uniform
-        .last()
-        .map(|e| ("uniform", e))
-        .into_iter()
-        .chain([("matched", &r.matched)]);
-    for (name, e) in r.ccm.iter().map(|e| ("ccm", e)).chain(last) {
-        let _ = writeln!(
-            out,
-            "{name:<8} {:>5} {:>7.4} {:>7.4} {:>8.4} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>7.4}",
-            e.epoch,
-            e.eps.pos,
-            e.eps.neg,
-            e.w,
-            e.train_robust.pos,
-            e.train_robust.neg,
-            e.clean.pos,
-            e.clean.neg,
-            e.robust_at_2eta.pos,
-            e.robust_at_2eta.neg
-        );
-    }
-    out
-}
-
-fn short(a: classwise_theory::model::Argmax) -> String {
-    match a.value() {
-        Some(v) if v != 0.0 && v.abs() < 1e-3 => format!("{v:.3e}"),
-        Some(v) => format!("{v:.5}"),
-        None => a.label(),
+/// `toy simulate`: one w as JSON, or as the one-point table of `toy sweep`.
+fn simulate_cmd(a: &SimulateArgs) -> anyhow::Result<()> {
+    let (model, n, seed) = (a.model.model()?, a.mc.samples, a.mc.seed);
+    match a.json {
+        true => emit_json(&simulate(model, a.w, a.eps, n, seed)?),
+        false => emit(&sweep(model, &[a.w], a.eps, n, seed)?.to_string()),
     }
 }
 
-/// CSV with header `y,x1,...,x{d+1}`, positive class first.
-fn scatter_csv(model: BinaryModel, n: usize, seed: u64) -> anyhow::Result<String> {
-    anyhow::ensure!(n >= 1, "--samples must be >= 1, got {n}");
-    let sampler = Sampler::new(model);
-    let dim = model.d() as usize + 1;
-    let mut out = String::from("y");
-    for j in 1..=dim {
-        let _ = write!(out, ",x{j}");
+/// A report as pretty JSON or, after `header`, as its text table.
+fn emit_either<T: Serialize + std::fmt::Display>(
+    report: &T,
+    json: bool,
+    header: &str,
+) -> anyhow::Result<()> {
+    match json {
+        true => emit_json(report),
+        false => emit(&format!("{header}{report}")),
     }
-    out.push('\n');
-    for (y, label) in [(Class::Pos, "1"), (Class::Neg, "-1")] {
-        for row in sampler.sample(y, n, seed).rows() {
-            out.push_str(label);
-            for v in row {
-                let _ = write!(out, ",{v:?}");
-            }
-            out.push('\n');
-        }
+}
+
+/// A report as pretty JSON.
+fn emit_json<T: Serialize>(report: &T) -> anyhow::Result<()> {
+    emit(&(serde_json::to_string_pretty(report)? + "\n"))
+}
+
+/// `text` into the file `out` (atomically), or to stdout.
+fn write_or_emit(out: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match out {
+        Some(path) => Ok(classwise_trainer::io::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?),
+        None => emit(text),
     }
-    Ok(out)
 }
 
 fn bench(d: u32, samples: usize) -> anyhow::Result<()> {
@@ -508,19 +327,11 @@ fn bench(d: u32, samples: usize) -> anyhow::Result<()> {
 }
 
 fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
-    use classwise_toy::multiclass::{RunConfig, ToyData, run};
+    use classwise_toy::multiclass::{DATA_PRESETS, RunConfig, ToyData, run};
     let mut config = match &a.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            serde_json::from_str::<RunConfig>(&text)
-                .with_context(|| format!("{}: not a toy run configuration", path.display()))?
-        }
+        Some(path) => RunConfig::read(path)?,
         None => {
-            let method: classwise_toy::multiclass::Method = a
-                .method
-                .parse()
-                .map_err(|e| anyhow::anyhow!("--method: {e}"))?;
+            let method = (a.method.parse()).map_err(|e| anyhow::anyhow!("--method: {e}"))?;
             match a.epochs {
                 Some(n) => RunConfig::preset_with_epochs(method, usize::try_from(n)?),
                 None => RunConfig::preset(method),
@@ -529,66 +340,20 @@ fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
     };
     if let Some(name) = &a.data {
         config.data = ToyData::preset(name).with_context(|| {
-            format!(
-                "--data {name}: unknown preset (expected one of {:?})",
-                classwise_toy::multiclass::DATA_PRESETS
-            )
+            format!("--data {name}: unknown preset (expected one of {DATA_PRESETS:?})")
         })?;
     }
-    if let Some(seed) = a.seed {
-        config.seed = seed;
-    }
+    config.seed = a.seed.unwrap_or(config.seed);
     let report = run(&config)?;
     let json = serde_json::to_string_pretty(&report)?;
     if let Some(path) = &a.out {
         classwise_trainer::io::write_atomic(path, json.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    if a.json {
-        return emit(&(json + "\n"));
+    match a.json {
+        true => emit(&(json + "\n")),
+        false => emit(&report.to_string()),
     }
-    let mut out = format!(
-        "{} on the toy, seed {}\n{:>5} {:>9} {:>9} {:>10}  eps_k\n",
-        report.label, config.seed, "epoch", "rob avg", "rob worst", "val worst"
-    );
-    for r in &report.history {
-        let n = r.test_robust.len() as f64;
-        let avg = r.test_robust.iter().sum::<f64>() / n;
-        let worst = r.test_robust.iter().copied().fold(f64::INFINITY, f64::min);
-        let eps: Vec<String> = r.plan.eps.iter().map(|e| format!("{e:.3}")).collect();
-        let _ = writeln!(
-            out,
-            "{:>5} {avg:>9.4} {worst:>9.4} {:>10.4}  {}",
-            r.epoch,
-            r.val_worst_robust,
-            eps.join(" ")
-        );
-    }
-    let mut models = vec![("final", &report.final_model)];
-    if let Some(m) = &report.fawa {
-        models.push(("FAWA", m));
-    }
-    models.push(("WAT-selected", &report.selected.model));
-    for (name, m) in models {
-        let _ = writeln!(
-            out,
-            "{name:<13} clean avg {:.4} worst {:.4} | robust avg {:.4} worst {:.4} CV {:.5} MCD {:.4}",
-            m.clean_avg(),
-            m.clean_worst(),
-            m.robust_avg(),
-            m.robust_worst(),
-            m.robust.cv_fraction2,
-            m.robust.mcd
-        );
-        let per: Vec<String> = m
-            .robust
-            .per_class
-            .iter()
-            .map(|v| format!("{v:.3}"))
-            .collect();
-        let _ = writeln!(out, "{:<13} robust per class: {}", "", per.join(" "));
-    }
-    emit(&out)
 }
 
 /// Writes to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.

@@ -222,8 +222,17 @@ fn statistics_over_seeds_and_rho_are_the_hand_computed_ones() {
     close(conf[0][1], 0.15);
     close(conf[3][2], 0.8);
 
+    // The weakest class by mean robust accuracy (.7, .6, .3, .2): d, in the summary line.
+    assert_eq!(base.weakest_robust_class(), 3);
+    assert_eq!(
+        base.headline("base", &c.groups[0].class_names),
+        "base           clean 77.5%, robust 45.0%, worst class 20.0% (d)"
+    );
+
     let fair = c.groups[1].get("last", pgd).unwrap();
     assert_eq!(fair.get("robust_avg").std, None, "one seed has no std");
+    // A tie (.5, .5, .4, .4) names the first of the lowest: c.
+    assert_eq!(fair.weakest_robust_class(), 2);
     // ρ (WAT eq. 7) from the means: robust (0.4 − 0.2)/0.2 − (0.45 − 0.45)/0.45 = 1;
     // clean (0.8 − 0.6)/0.6 − (0.775 − 0.8)/0.775.
     let rho = fair.rho.unwrap();

@@ -1,12 +1,13 @@
 //! Everything `classwise theory eval` reports for one parameter set.
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::error::Result;
 use crate::model::{Adversary, Argmax, BinaryModel, Class};
 
 /// Raw inputs (as read from flags or a JSON line), validated by [`evaluate`].
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Params {
     pub d: u32,
     pub eta: f64,
@@ -15,6 +16,21 @@ pub struct Params {
     pub p_neg: f64,
     pub w: f64,
     pub eps: f64,
+}
+
+impl Params {
+    /// The parameters of one JSON object, e.g. a line of `theory eval --batch`; an error names
+    /// the field that is missing, unknown or not of its type.
+    pub fn from_json(text: &str) -> std::result::Result<Self, String> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| match e.path().to_string() {
+            _ if e.inner().is_syntax() || e.inner().is_eof() => {
+                format!("not a JSON object: {}", e.inner())
+            }
+            path if path == "." => e.inner().to_string(),
+            path => format!("field `{path}`: {}", e.inner()),
+        })
+    }
 }
 
 /// A value per class.
@@ -87,4 +103,39 @@ pub fn evaluate(p: Params) -> Result<Evaluation> {
             None
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Params;
+
+    const GOOD: &str = r#"{"d":2,"eta":0.4,"sigma":1,"p_pos":0.8,"p_neg":0.7,"w":1.5,"eps":0.1}"#;
+
+    #[test]
+    fn a_json_line_reads_field_by_field() {
+        let p = Params::from_json(GOOD).unwrap();
+        assert_eq!((p.d, p.eta, p.sigma, p.p_pos), (2, 0.4, 1.0, 0.8));
+        assert_eq!((p.p_neg, p.w, p.eps), (0.7, 1.5, 0.1));
+    }
+
+    #[test]
+    fn a_bad_line_is_refused_naming_its_field() {
+        let cases = [
+            (GOOD.replace(r#""p_neg":0.7,"#, ""), "missing field `p_neg`"),
+            (GOOD.replace("0.4", r#""x""#), "field `eta`: invalid type"),
+            (
+                GOOD.replace(r#""d":2"#, r#""d":-1"#),
+                "field `d`: invalid value",
+            ),
+            (
+                GOOD.replace('}', r#","zz":1}"#),
+                "field `zz`: unknown field",
+            ),
+            ("nonsense".to_string(), "not a JSON object"),
+        ];
+        for (line, expected) in cases {
+            let e = Params::from_json(&line).unwrap_err();
+            assert!(e.starts_with(expected), "{line}: {e}");
+        }
+    }
 }

@@ -3,6 +3,8 @@
 //! erratum (C1-C9 for CFA, W1-W6 for WAT) is re-confirmed with its counterexample. The rows and
 //! the tally the checks record into are in [`crate::tally`].
 
+use std::fmt;
+
 use serde::Serialize;
 
 pub use crate::tally::{CheckReport, ErratumReport, Tally, rng_for};
@@ -34,5 +36,38 @@ pub fn run(cases: usize, seed: u64) -> Report {
         cases_per_check: cases,
         checks,
         errata,
+    }
+}
+
+impl fmt::Display for Report {
+    /// One row per check (its reference, cases, passes, worst margin and hypotheses), then each
+    /// erratum with its counterexample. The closing tally line (with the time taken) is the
+    /// caller's.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (id, reference, cases, passed) = ("id", "reference", "cases", "passed");
+        let margin = "worst margin";
+        writeln!(
+            f,
+            "{id:<4} {reference:<44} {cases:>6} {passed:>6} {margin:>12}  hypotheses"
+        )?;
+        for c in &self.checks {
+            let mark = if c.ok() { "" } else { "  <-- FAILED" };
+            writeln!(
+                f,
+                "{:<4} {:<44} {:>6} {:>6} {:>12.3e}  {}{mark}",
+                c.id, c.reference, c.cases, c.passed, c.worst_margin, c.hypotheses
+            )?;
+        }
+        writeln!(f, "\nerrata")?;
+        for e in &self.errata {
+            let status = if e.confirmed {
+                "confirmed"
+            } else {
+                "NOT CONFIRMED"
+            };
+            writeln!(f, "{:<4} {status:<13} {}: {}", e.id, e.reference, e.claim)?;
+            writeln!(f, "     {}", e.counterexample)?;
+        }
+        Ok(())
     }
 }

@@ -23,6 +23,13 @@ pub enum ToyError {
         got: usize,
     },
 
+    /// A file that could not be read or is not what it should be.
+    #[error("{path}: {reason}")]
+    File {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+
     #[error(transparent)]
     Theory(#[from] TheoryError),
 

@@ -208,6 +208,27 @@ impl Stats {
             .map(|(_, s)| *s)
             .unwrap_or_else(|| panic!("{name} is not one of compare::stats::SCALARS"))
     }
+
+    /// The class whose robust accuracy, averaged over the runs, is lowest (the first of a tie).
+    pub fn weakest_robust_class(&self) -> usize {
+        let means = self.robust_per_class.iter().map(|m| m.mean);
+        let lowest = means.enumerate().min_by(|a, b| a.1.total_cmp(&b.1));
+        lowest.map_or(0, |(c, _)| c)
+    }
+
+    /// One line of a summary: `label`, the average clean and robust accuracy and the
+    /// worst-class robust accuracy (each the mean over the runs, percent) with the class whose
+    /// mean robust accuracy is lowest.
+    pub fn headline(&self, label: &str, class_names: &[String]) -> String {
+        let pct = |name: &str| 100.0 * self.get(name).mean;
+        let class = (class_names.get(self.weakest_robust_class())).map_or("?", String::as_str);
+        format!(
+            "{label:<14} clean {:.1}%, robust {:.1}%, worst class {:.1}% ({class})",
+            pct("clean_avg"),
+            pct("robust_avg"),
+            pct("robust_worst")
+        )
+    }
 }
 
 /// A group: the runs of one method (seeds), and their statistics.

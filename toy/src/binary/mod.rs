@@ -18,12 +18,14 @@ pub mod fit;
 pub mod perturb;
 pub mod sampler;
 pub mod simulate;
+mod table;
 
 pub use ccm::{CcmEpoch, CcmReport, ccm_run};
 pub use fit::{EmpiricalArgmax, FitReport, SurrogateFit, fit_report, maximise_accuracy};
 pub use perturb::LinearClassifier;
 pub use sampler::{Sampler, Samples};
 pub use simulate::{Estimate, Point, Simulation, Step, Sweep, simulate, sweep};
+pub use table::scatter_csv;
 
 use classwise_theory::model::Class;
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::attack::PgdConfig;
 use super::data::ToyData;
 use super::loss::Base;
-use crate::error::{Bound, Result, check, require, require_count};
+use crate::error::{Bound, Result, ToyError, check, require, require_count};
 
 /// The methods of the CLI (`natural|at|trades|fat|cfa|cfa-at|cfa-trades|cfa-fat|wat|frl|csl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +138,22 @@ pub struct RunConfig {
 
 /// Epochs of the presets.
 pub const PRESET_EPOCHS: usize = 40;
+
+impl RunConfig {
+    /// A run configuration from a JSON file (the `config` field of a report `toy multiclass`
+    /// wrote), checked.
+    pub fn read(path: &std::path::Path) -> Result<Self> {
+        let failed = |reason: String| ToyError::File {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
+        let config: RunConfig = serde_json::from_str(&text)
+            .map_err(|e| failed(format!("not a toy run configuration: {e}")))?;
+        config.validate()?;
+        Ok(config)
+    }
+}
 
 impl RunConfig {
     /// The preset of a method on the `"default"` toy data, seed 0. Common settings: 40 epochs,

@@ -46,6 +46,7 @@ pub mod loss;
 pub mod model;
 pub mod report;
 pub mod run;
+mod table;
 pub mod train;
 
 pub use classwise_core::average::{FawaGate, FawaSettings};

@@ -20,6 +20,7 @@ pub mod plan;
 pub mod slurm;
 pub mod status;
 pub mod task;
+mod text;
 
 use std::path::{Path, PathBuf};
 

@@ -111,6 +111,14 @@ pub fn status(dir: &Path) -> Result<(Manifest, Vec<RunStatus>)> {
 }
 
 /// `4 runs: 2 done, 1 running, 1 pending` (states with no run left out).
+/// The indices of the runs not complete (of every run with `all`), in manifest order.
+pub fn pending(rows: &[RunStatus], all: bool) -> Vec<usize> {
+    (rows.iter())
+        .filter(|r| all || r.state != RunState::Done)
+        .map(|r| r.index)
+        .collect()
+}
+
 pub fn summary_line(rows: &[RunStatus]) -> String {
     let parts: Vec<String> = RunState::ALL
         .iter()
