@@ -55,6 +55,15 @@ pub enum CoreError {
     #[error("{what}: not a class-wise report: {message}")]
     Report { what: String, message: String },
 
+    /// A record (an AutoAttack or protocol report, `selection.json`, `state.json`) that is
+    /// not JSON or lacks a field: `kind` says what it should be.
+    #[error("{what}: not {kind}: {message}")]
+    File {
+        what: String,
+        kind: &'static str,
+        message: String,
+    },
+
     /// A run's `config.toml` that is not TOML or whose fields have the wrong type.
     #[error("{what}: not a run configuration written by `classwise train`: {message}")]
     Config { what: String, message: String },

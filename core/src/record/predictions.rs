@@ -33,6 +33,14 @@ pub struct PredictionsRecord {
 }
 
 impl PredictionsRecord {
+    /// Reads predictions from their JSON text and checks them ([`Self::check`]) for `k`
+    /// classes; `what` names the file in errors.
+    pub fn parse(text: &str, what: &str, k: usize) -> Result<Self> {
+        let record: Self = super::parse_json(text, what, "per-image predictions")?;
+        record.check(what, k)?;
+        Ok(record)
+    }
+
     /// Checks the version, that the three lists have one entry per image and that every class
     /// is below `k`. `what` names the file.
     pub fn check(&self, what: &str, k: usize) -> Result<()> {

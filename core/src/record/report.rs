@@ -26,17 +26,13 @@ use classwise_theory::metrics::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::first_schema;
 use super::predictions::{PREDICTIONS_SCHEMA, PredictionsRecord};
 use crate::error::{CoreError, Result, invalid};
 use crate::eval::{Precision, RobustCounting};
 
 /// The version of [`Report`] written now.
 pub const REPORT_SCHEMA: u32 = 2;
-
-/// The version of reports written without a `schema` field.
-fn first_schema() -> u32 {
-    1
-}
 
 /// The class-wise report of one model under one attack (CFA Table 1, WAT Tables 1-5, BAT
 /// Table 1, Tian et al. §4).
@@ -153,17 +149,22 @@ impl Report {
     /// Reads a report from its JSON text and checks it ([`Report::check`]); `what` names the
     /// file in errors. A report of a newer schema is refused.
     pub fn parse(text: &str, what: &str) -> Result<Report> {
-        let mut report: Report = serde_json::from_str(text).map_err(|e| CoreError::Report {
+        let report: Report = serde_json::from_str(text).map_err(|e| CoreError::Report {
             what: what.to_owned(),
             message: e.to_string(),
         })?;
-        report.check(what)?;
+        report.checked(what)
+    }
+
+    /// The report checked ([`Report::check`]), its worst 20 % derived again: what every reader
+    /// of a report (alone or embedded in another record) goes through.
+    pub fn checked(mut self, what: &str) -> Result<Report> {
+        self.check(what)?;
         // Derived like the summaries' statistics: recomputed from the per-class accuracies, so
         // that a file cannot carry a worst 20 % that disagrees with them.
-        report.robust_worst_20_percent =
-            ClassAccuracy::from_values(report.robust.per_class.clone())?
-                .worst_fraction_mean(0.2)?;
-        Ok(report)
+        self.robust_worst_20_percent =
+            ClassAccuracy::from_values(self.robust.per_class.clone())?.worst_fraction_mean(0.2)?;
+        Ok(self)
     }
 
     /// The report as pretty JSON text, in field order, ending with a newline: what the trainer
@@ -206,16 +207,7 @@ impl Report {
     /// accuracies lie in [0, 1] and that the confusion counts are a square of that size. `what`
     /// names the file.
     pub fn check(&self, what: &str) -> Result<()> {
-        if self.schema == 0 || self.schema > REPORT_SCHEMA {
-            return Err(invalid(
-                format!("{what}: schema"),
-                self.schema,
-                format!(
-                    "a report schema from 1 to {REPORT_SCHEMA}, which this build reads \
-                     (a newer classwise wrote it?)"
-                ),
-            ));
-        }
+        super::check_schema(what, self.schema, REPORT_SCHEMA, "report")?;
         let k = self.class_names.len();
         if k == 0 {
             return Err(invalid(
@@ -329,33 +321,3 @@ pub const REPORT_FILES: [(&str, &str); 6] = [
     ("fawa", "report-fawa.json"),
     ("best-fawa", "report-best-fawa.json"),
 ];
-
-/// `eval-<model>-autoattack-….json`, written by `classwise eval --attack autoattack`
-/// (`classwise_trainer::eval::autoattack::AutoAttackReport`): read for its final class-wise
-/// evaluation; the class × attack table stays in the file.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct AutoAttackRecord {
-    /// `standard`, `plus`, `rand` or `custom`.
-    pub version: String,
-    /// The class-wise report of the whole cascade (robust = survived every attack).
-    pub evaluation: Report,
-}
-
-/// One entry of a protocol report.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct ProtocolEntryRecord {
-    /// E.g. `natural`, `pgd-20 ce step 0.025 uniform start`, `autoattack standard (…)`.
-    pub label: String,
-    pub eps: f64,
-    pub eps_text: String,
-    pub evaluation: Report,
-}
-
-/// `eval-<model>-protocol-eps_<ε>.json`: the paper's final evaluation of one model, written by
-/// `classwise eval --protocol` (`classwise_trainer::eval::protocol::ProtocolReport`).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct ProtocolRecord {
-    pub n_samples: usize,
-    pub class_names: Vec<String>,
-    pub entries: Vec<ProtocolEntryRecord>,
-}

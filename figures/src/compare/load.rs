@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use classwise_core::record::{
-    AutoAttackRecord, PredictionsRecord, ProtocolRecord, REPORT_FILES, Report, RunConfigView,
+    AutoAttackReport, PredictionsRecord, ProtocolReport, REPORT_FILES, Report, RunConfigView,
 };
 use serde::Serialize;
 
@@ -87,34 +87,15 @@ fn read(path: &Path) -> Result<String> {
     })
 }
 
-fn parse<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
-    serde_json::from_str(&read(path)?)
-        .map_err(|e| invalid(path.display().to_string(), e, what.to_owned()))
-}
-
 /// The class-wise evaluation of a `classwise eval` report: a single attack's report is one;
 /// an AutoAttack report (it has the cascade's `version`) ends with one.
 fn eval_report(path: &Path) -> Result<Report> {
-    let text = read(path)?;
+    let (text, what) = (read(path)?, path.display().to_string());
     let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| invalid(path.display().to_string(), e, "a JSON report"))?;
-    if value.get("version").is_some() && value.get("evaluation").is_some() {
-        let a: AutoAttackRecord = serde_json::from_value(value).map_err(|e| {
-            invalid(
-                path.display().to_string(),
-                e,
-                "an AutoAttack report written by `classwise eval --attack autoattack`",
-            )
-        })?;
-        Ok(a.evaluation)
-    } else {
-        serde_json::from_value(value).map_err(|e| {
-            invalid(
-                path.display().to_string(),
-                e,
-                "a class-wise report written by `classwise eval`",
-            )
-        })
+        .map_err(|e| invalid(&what, e, "a JSON report written by `classwise eval`"))?;
+    match value.get("version").is_some() && value.get("evaluation").is_some() {
+        true => Ok(AutoAttackReport::parse(&text, &what)?.evaluation),
+        false => Ok(Report::parse(&text, &what)?),
     }
 }
 
@@ -131,6 +112,133 @@ fn eval_file_model(name: &str) -> Option<(&'static str, bool)> {
     Some((model, rest[model.len()..].starts_with("-protocol-")))
 }
 
+/// Adds `report` of `model` from `file`; a later file with the same model and key
+/// (`eval-…-2.json`) replaces an earlier one.
+fn push(evaluations: &mut Vec<Evaluated>, model: &str, file: String, report: Report) {
+    let key = AttackKey {
+        attack: report.attack.clone(),
+        eps: format!("{}", report.eps),
+        n_samples: report.n_samples,
+    };
+    evaluations.retain(|e: &Evaluated| !(e.model == model && e.key == key));
+    let model = model.to_owned();
+    evaluations.push(Evaluated {
+        model,
+        key,
+        file,
+        report,
+    });
+}
+
+/// The final reports a run wrote (`report.json`, `report-best.json`, …), each through
+/// [`Report::parse`].
+fn final_reports(dir: &Path, evaluations: &mut Vec<Evaluated>) -> Result<()> {
+    for (model, file) in REPORT_FILES {
+        let path = dir.join(file);
+        if path.is_file() {
+            let report = Report::parse(&read(&path)?, &path.display().to_string())?;
+            push(evaluations, model, file.to_owned(), report);
+        }
+    }
+    Ok(())
+}
+
+/// The `eval-<model>-….json` files of `dir` (name, model, whether a protocol report), oldest
+/// first, so that the latest evaluation of a key is kept.
+fn eval_files(dir: &Path) -> Result<Vec<(String, &'static str, bool)>> {
+    let listing = std::fs::read_dir(dir).map_err(|source| FigureError::Io {
+        action: "listing",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut files = Vec::new();
+    for entry in listing.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some((model, protocol)) = eval_file_model(&name) {
+            let modified = entry.metadata().and_then(|m| m.modified());
+            files.push((
+                modified.unwrap_or(std::time::UNIX_EPOCH),
+                name,
+                model,
+                protocol,
+            ));
+        }
+    }
+    files.sort();
+    Ok(files.into_iter().map(|(_, n, m, p)| (n, m, p)).collect())
+}
+
+/// The evaluations of `classwise eval` in `dir`: one per report, one per attack of a protocol
+/// report (its natural accuracy left out: every evaluation carries the clean accuracy).
+fn later_evaluations(dir: &Path, evaluations: &mut Vec<Evaluated>) -> Result<()> {
+    for (name, model, protocol) in eval_files(dir)? {
+        let path = dir.join(&name);
+        if !protocol {
+            push(evaluations, model, name, eval_report(&path)?);
+            continue;
+        }
+        let p = ProtocolReport::parse(&read(&path)?, &path.display().to_string())?;
+        for entry in p.entries.into_iter().filter(|e| e.label != "natural") {
+            push(evaluations, model, name.clone(), entry.evaluation);
+        }
+    }
+    Ok(())
+}
+
+/// The per-image predictions beside the final reports of `evaluations`, each through
+/// [`PredictionsRecord::parse`] and matched to its report's images and attack.
+fn predictions(
+    dir: &Path,
+    evaluations: &[Evaluated],
+    k: usize,
+) -> Result<Vec<(String, PredictionsRecord)>> {
+    let mut out = Vec::new();
+    for (model, file) in REPORT_FILES {
+        let path = dir.join("predictions").join(file);
+        let report = (evaluations.iter()).find(|e| e.model == model && e.file == file);
+        let (true, Some(report)) = (path.is_file(), report) else {
+            continue;
+        };
+        let what = path.display().to_string();
+        let p = PredictionsRecord::parse(&read(&path)?, &what, k)?;
+        let r = &report.report;
+        if p.labels.len() != r.n_samples || p.attack != r.attack {
+            return Err(invalid(
+                what,
+                format!("{} images under {}", p.labels.len(), p.attack),
+                format!("the {} images under {} of {file}", r.n_samples, r.attack),
+            ));
+        }
+        out.push((model.to_owned(), p));
+    }
+    Ok(out)
+}
+
+/// The classes every evaluation of the run shares; no evaluation, or two that disagree, is an
+/// error.
+fn common_classes(dir: &Path, evaluations: &[Evaluated]) -> Result<Vec<String>> {
+    let Some(first) = evaluations.first() else {
+        return Err(invalid(
+            dir.display().to_string(),
+            "no evaluations",
+            "a finished run: report.json (written when `classwise train` ends) or \
+         eval-<model>-*.json (written by `classwise eval`)",
+        ));
+    };
+    let class_names = first.report.class_names.clone();
+    if let Some(other) = evaluations
+        .iter()
+        .find(|e| e.report.class_names != class_names)
+    {
+        return Err(invalid(
+            dir.join(&other.file).display().to_string(),
+            format!("classes {:?}", other.report.class_names),
+            format!("the classes of {} ({class_names:?})", first.file),
+        ));
+    }
+    Ok(class_names)
+}
+
 impl RunResults {
     /// Reads the evaluations of the run in `input.dir`. A run with none is an error naming the
     /// directory and the files expected; a file that is not a report names itself.
@@ -144,115 +252,14 @@ impl RunResults {
             ));
         }
         let mut evaluations = Vec::new();
-        let mut push = |model: &str, file: String, report: Report| -> Result<()> {
-            report.check(&dir.join(&file).display().to_string())?;
-            let key = AttackKey {
-                attack: report.attack.clone(),
-                eps: format!("{}", report.eps),
-                n_samples: report.n_samples,
-            };
-            // A later file with the same model and key (`eval-…-2.json`) replaces an earlier.
-            evaluations.retain(|e: &Evaluated| !(e.model == model && e.key == key));
-            evaluations.push(Evaluated {
-                model: model.to_owned(),
-                key,
-                file,
-                report,
-            });
-            Ok(())
+        final_reports(dir, &mut evaluations)?;
+        later_evaluations(dir, &mut evaluations)?;
+        let class_names = common_classes(dir, &evaluations)?;
+        let log = match dir.join("metrics.jsonl").is_file() {
+            true => Some(RunLog::read(dir)?),
+            false => None,
         };
-        for (model, file) in REPORT_FILES {
-            let path = dir.join(file);
-            if path.is_file() {
-                push(
-                    model,
-                    file.to_owned(),
-                    parse(&path, "a class-wise report written by `classwise train`")?,
-                )?;
-            }
-        }
-        let mut files: Vec<(std::time::SystemTime, String, &str, bool)> = Vec::new();
-        let listing = std::fs::read_dir(dir).map_err(|source| FigureError::Io {
-            action: "listing",
-            path: dir.clone(),
-            source,
-        })?;
-        for entry in listing.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some((model, protocol)) = eval_file_model(&name) {
-                let modified = entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .unwrap_or(std::time::UNIX_EPOCH);
-                files.push((modified, name, model, protocol));
-            }
-        }
-        // Oldest first, so that the latest evaluation of a key is kept.
-        files.sort();
-        for (_, name, model, protocol) in files {
-            let path = dir.join(&name);
-            if protocol {
-                let p: ProtocolRecord = parse(
-                    &path,
-                    "a protocol report written by `classwise eval --protocol`",
-                )?;
-                for entry in p.entries {
-                    if entry.label != "natural" {
-                        push(model, name.clone(), entry.evaluation)?;
-                    }
-                }
-            } else {
-                push(model, name.clone(), eval_report(&path)?)?;
-            }
-        }
-        let Some(first) = evaluations.first() else {
-            return Err(invalid(
-                dir.display().to_string(),
-                "no evaluations",
-                "a finished run: report.json (written when `classwise train` ends) or \
-                 eval-<model>-*.json (written by `classwise eval`)",
-            ));
-        };
-        let class_names = first.report.class_names.clone();
-        if let Some(other) = evaluations
-            .iter()
-            .find(|e| e.report.class_names != class_names)
-        {
-            return Err(invalid(
-                dir.join(&other.file).display().to_string(),
-                format!("classes {:?}", other.report.class_names),
-                format!("the classes of {} ({class_names:?})", first.file),
-            ));
-        }
-        let log = if dir.join("metrics.jsonl").is_file() {
-            Some(RunLog::read(dir)?)
-        } else {
-            None
-        };
-        let mut predictions = Vec::new();
-        for (model, file) in REPORT_FILES {
-            let path = dir.join("predictions").join(file);
-            let report = evaluations
-                .iter()
-                .find(|e| e.model == model && e.file == file);
-            if let (true, Some(report)) = (path.is_file(), report) {
-                let p: PredictionsRecord =
-                    parse(&path, "per-image predictions written by `classwise train`")?;
-                let what = path.display().to_string();
-                p.check(&what, class_names.len())?;
-                if p.labels.len() != report.report.n_samples || p.attack != report.report.attack {
-                    return Err(invalid(
-                        what,
-                        format!("{} images under {}", p.labels.len(), p.attack),
-                        format!(
-                            "the {} images under {} of {file}",
-                            report.report.n_samples, report.report.attack
-                        ),
-                    ));
-                }
-                predictions.push((model.to_owned(), p));
-            }
-        }
+        let predictions = predictions(dir, &evaluations, class_names.len())?;
         let dropped_classes = (RunConfigView::read(dir)?)
             .map(|c| c.data.drop_classes)
             .unwrap_or_default();

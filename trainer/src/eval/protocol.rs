@@ -22,9 +22,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind};
 
-use super::autoattack::{
-    AaAttack, AutoAttackReport, AutoAttackSpec, Cascade, Version, clean_logits,
-};
+use super::autoattack::{AaAttack, AutoAttackSpec, Cascade, Version, clean_logits};
 use super::{Outcomes, Report, RobustCounting, evaluate, summarize};
 use crate::attack::Eps;
 use crate::attack::{Attack, Pgd};
@@ -170,26 +168,9 @@ pub fn validate(entries: &[ProtocolEntry]) -> Result<()> {
     Ok(())
 }
 
-/// One entry's result.
-#[derive(Clone, Debug, Serialize)]
-pub struct EntryReport {
-    /// E.g. `pgd-100 ce step 0.003 uniform start`, `autoattack standard (…)`, `natural`.
-    pub label: String,
-    pub eps: f64,
-    pub eps_text: String,
-    pub evaluation: Report,
-    /// The class × attack table of an AutoAttack entry.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub autoattack: Option<AutoAttackReport>,
-}
-
-/// The whole protocol's result.
-#[derive(Clone, Debug, Serialize)]
-pub struct ProtocolReport {
-    pub n_samples: usize,
-    pub class_names: Vec<String>,
-    pub entries: Vec<EntryReport>,
-}
+/// The protocol's report and its entries: records of `classwise_core`
+/// ([`classwise_core::record::protocol`]), written here and read by `compare`.
+pub use classwise_core::record::{EntryReport, PROTOCOL_SCHEMA, ProtocolReport};
 
 /// How to run a protocol.
 pub struct ProtocolOptions<'a> {
@@ -294,6 +275,7 @@ pub fn run(
         out.push(report);
     }
     Ok(ProtocolReport {
+        schema: PROTOCOL_SCHEMA,
         n_samples: data.len(),
         class_names: data.class_names().to_vec(),
         entries: out,

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use classwise_core::driver::{Backend, Cleanup, DriverState, EpochStart};
-use classwise_core::record::{EpochRecord, METRICS_SCHEMA, SplitRecord};
+use classwise_core::record::{EpochRecord, METRICS_SCHEMA, SelectedTrack, SplitRecord};
 use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
 use tch::Device;
 
@@ -13,7 +13,6 @@ use super::config::RunConfig;
 use super::data::RunData;
 use super::dir::{MidEpoch, RunDir, RunState};
 use super::log::split_record;
-use super::report::SelectedTrack;
 use super::seeds::{EvalSplit, eval_seed, stream, torch_seed};
 use super::{TrainOptions, progress};
 use crate::data::{Dataset, LoadedBatch, Loader, LoaderPlan};

@@ -10,9 +10,10 @@ use classwise_core::record::EpochRecord;
 
 use super::backend::Trainer;
 use super::log;
-use super::report::{SelectionFile, write_report};
+use super::report::write_report;
 use crate::error::Result;
 use crate::io::write_json;
+use classwise_core::record::{SELECTION_SCHEMA, SelectionRecord};
 
 /// Evaluates the last raw model for `report.json` and `report.md`, before the selected models.
 pub(crate) struct FinalReport;
@@ -72,9 +73,10 @@ pub(crate) struct WriteSelection;
 
 impl Hook<Trainer<'_>> for WriteSelection {
     fn finish(&mut self, t: &mut Trainer<'_>) -> Result<()> {
-        let file = SelectionFile {
+        let file = SelectionRecord {
+            schema: SELECTION_SCHEMA,
             strategy: t.config.select,
-            split: t.best_split,
+            split: t.best_split.to_owned(),
             tracks: std::mem::take(&mut t.selected),
         };
         write_json(&t.dir.selection(), "selection", &file)

@@ -20,11 +20,12 @@ use serde_json::{Map, Value, json};
 use super::backend::{Trainer, checkpoint_name};
 use super::dir::updates_field;
 use super::log::split_record;
-use super::report::{SelectedTrack, SelectionNote, write_report, write_selected_report};
+use super::report::{write_report, write_selected_report};
 use super::seeds::EvalSplit;
 use crate::error::{IoContext, Result, TrainerError};
 use crate::model::Model;
 use crate::train::WeightAverage;
+use classwise_core::record::{SelectedTrack, SelectionNote};
 
 /// The model selection of one track: its [`Selector`] and where its candidates' weights live.
 pub(crate) struct SelectionTrack {
@@ -129,15 +130,15 @@ impl SelectionTrack {
                 }
             };
             let note = SelectionNote {
-                strategy: self.selector.strategy.name(),
-                track: self.name,
+                strategy: self.selector.strategy.name().to_owned(),
+                track: self.name.to_owned(),
                 epoch: e,
                 epochs: self.selector.epochs,
             };
             write_selected_report(&t.dir, &format!("report-best{suffix}"), &report, note)?;
         }
         t.selected.push(SelectedTrack {
-            track: self.name,
+            track: self.name.to_owned(),
             epoch: chosen,
             candidates: self.selector.candidates.clone(),
             final_scores,

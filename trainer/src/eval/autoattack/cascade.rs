@@ -7,7 +7,7 @@ use std::time::Instant;
 use tch::{Device, Kind, Tensor};
 
 use super::checks::{probability_check, recheck, square_check};
-use super::report::{AutoAttackReport, StepReport};
+use super::report::{AUTOATTACK_SCHEMA, AutoAttackReport, StepReport};
 use super::state::{Clock, State, StateKey, Store, data_fingerprint};
 use super::step::{Runner, Step};
 use crate::data::Dataset;
@@ -237,6 +237,7 @@ impl Cascade<'_> {
         n: usize,
     ) -> AutoAttackReport {
         AutoAttackReport {
+            schema: AUTOATTACK_SCHEMA,
             version: self.label.clone(),
             eps: self.eps,
             batch_size: self.batch_size,

@@ -1,47 +1,9 @@
-//! The cascade's report: robust accuracy per class after each attack (the class × attack table)
-//! with the final class-wise evaluation, and its markdown.
+//! The cascade's report (robust accuracy per class after each attack, the class × attack table,
+//! with the final class-wise evaluation) and its markdown.
 
-use serde::{Deserialize, Serialize};
-
-use crate::eval::Report;
-
-/// Robust accuracy after one attack of the cascade.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct StepReport {
-    pub attack: String,
-    /// The attack with its settings.
-    pub settings: String,
-    /// Points it attacked (those still robust before it).
-    pub attacked: usize,
-    /// Points it broke.
-    pub broken: usize,
-    pub seconds: f64,
-    /// Robust accuracy per class after this attack.
-    pub robust_per_class: Vec<f64>,
-    /// Robust accuracy over all points after this attack.
-    pub robust: f64,
-}
-
-/// AutoAttack's class-wise result.
-#[derive(Clone, Debug, Serialize)]
-pub struct AutoAttackReport {
-    /// `standard`, `plus`, `rand` or `custom`.
-    pub version: String,
-    pub eps: f64,
-    pub batch_size: usize,
-    pub seed: u64,
-    /// Clean accuracy per class (the table's first column).
-    pub clean_per_class: Vec<f64>,
-    /// The class × attack table, one entry per attack in cascade order.
-    pub steps: Vec<StepReport>,
-    /// The final class-wise report (robust = survived every attack).
-    pub evaluation: Report,
-    /// Seconds of the whole evaluation (clean pass included; over all sessions if resumed).
-    pub seconds: f64,
-    pub seconds_per_image: f64,
-    /// Whether the evaluation continued a saved state.
-    pub resumed: bool,
-}
+/// The report's types are records of `classwise_core` ([`classwise_core::record::autoattack`]):
+/// versioned, written here and read by `compare` through one checking `parse`.
+pub use classwise_core::record::{AUTOATTACK_SCHEMA, AutoAttackReport, StepReport};
 
 /// The class × attack table in markdown: clean, then robust accuracy after each attack, per
 /// class, with the overall row and the time per attack.

@@ -1,0 +1,67 @@
+//! `selection.json`: every file the committed study runs wrote (schema 1, before `schema`
+//! existed) reads, a file reads back as written at the current schema, and a chosen epoch
+//! outside its track's candidates or a newer schema is refused naming the field.
+
+use std::path::Path;
+
+use classwise_core::record::{SELECTION_SCHEMA, SelectionRecord};
+use classwise_core::select::Selection;
+
+/// The committed runs' `selection.json` files under `results/`.
+fn committed() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let mut found = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "selection.json") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_committed_runs_selection_files_read_as_schema_1() {
+    let files = committed();
+    assert!(files.len() >= 50, "{} files", files.len());
+    let mut strategies = std::collections::BTreeSet::new();
+    for path in files {
+        let what = path.display().to_string();
+        let r = SelectionRecord::parse(&std::fs::read_to_string(&path).unwrap(), &what).unwrap();
+        assert_eq!(r.schema, 1, "{what}");
+        assert!(["val", "test"].contains(&r.split.as_str()), "{what}");
+        assert_eq!(r.tracks[0].track, "raw", "{what}");
+        strategies.insert(format!("{:?}", r.strategy));
+    }
+    assert!(strategies.len() >= 2, "{strategies:?}");
+}
+
+const FILE: &str = r#"{"strategy":{"kind":"best-avg-worst"},"split":"val","tracks":[{"track":"raw","epoch":5,"candidates":[4,5],"final_scores":[[4,0.5],[5,0.75]]}]}"#;
+
+#[test]
+fn a_selection_reads_back_as_written() {
+    let mut r = SelectionRecord::parse(FILE, "selection.json").unwrap();
+    assert_eq!(r.strategy, Selection::BestAvgWorst);
+    assert_eq!(r.tracks[0].final_scores, [(4, 0.5), (5, 0.75)]);
+    r.schema = SELECTION_SCHEMA;
+    let text = serde_json::to_string_pretty(&r).unwrap();
+    assert_eq!(SelectionRecord::parse(&text, "again").unwrap(), r);
+}
+
+#[test]
+fn bad_selections_are_refused_naming_the_field() {
+    let cases = [
+        (FILE.replace("\"epoch\":5", "\"epoch\":3"), "s.json: tracks[0].epoch"),
+        (FILE.replacen('{', r#"{"schema":3,"#, 1), "s.json: schema"),
+        (FILE.replace("\"split\":\"val\",", ""), "not a run's selection.json"),
+    ];
+    for (text, field) in cases {
+        let e = SelectionRecord::parse(&text, "s.json").unwrap_err().to_string();
+        assert!(e.contains(field), "{field}: {e}");
+    }
+}
