@@ -5,7 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use classwise_core::driver::{
-    Backend, Cleanup, Driver, DriverState, EpochEnd, EpochStart, Hook, Outcome, Start, merge,
+    Backend, Cleanup, Driver, DriverState, EpochEnd, EpochStart, Hook, Measurement, Outcome, Start,
+    merge,
 };
 use classwise_core::{ClassPlan, ClassRule, ClassStats, CoreError, Needs};
 use serde_json::{Map, Value, json};
@@ -67,9 +68,23 @@ struct LogBackend {
     committed: Vec<DriverState>,
 }
 
+/// What the log backend measures: the statistics and the epoch measured, which `record` logs
+/// (so that the log shows the measurement reaching the record).
+struct Measured {
+    stats: ClassStats,
+    epoch: usize,
+}
+
+impl Measurement for Measured {
+    fn stats(&self) -> &ClassStats {
+        &self.stats
+    }
+}
+
 impl Backend for LogBackend {
     type Error = CoreError;
     type Trained = usize;
+    type Measured = Measured;
     type Record = Vec<String>;
 
     fn train_epoch(&mut self, start: &EpochStart<'_>) -> Result<Option<usize>, CoreError> {
@@ -87,7 +102,7 @@ impl Backend for LogBackend {
             .push(format!("measure initial {}", needs.val_accuracy));
         Ok(ClassStats::default())
     }
-    fn measure(&mut self, epoch: usize, _t: &usize, n: Needs) -> Result<ClassStats, CoreError> {
+    fn measure(&mut self, epoch: usize, _t: &usize, n: Needs) -> Result<Measured, CoreError> {
         let needs = format!(
             "{}{}{}",
             n.val_accuracy as u8, n.val_errors as u8, n.val_costs as u8
@@ -96,17 +111,19 @@ impl Backend for LogBackend {
             .lock()
             .unwrap()
             .push(format!("measure {epoch} needs {needs}"));
-        Ok(ClassStats::default())
+        let stats = ClassStats::default();
+        Ok(Measured { stats, epoch })
     }
     fn record(
         &mut self,
         epoch: usize,
         _plan: ClassPlan,
         _trained: usize,
-        _stats: &ClassStats,
+        measured: &Measured,
         rule: &dyn ClassRule,
     ) -> Result<Vec<String>, CoreError> {
-        self.log.lock().unwrap().push(format!("record {epoch}"));
+        let line = format!("record {epoch} measured after {}", measured.epoch);
+        self.log.lock().unwrap().push(line);
         Ok(vec![rule.name().to_owned()])
     }
     fn save(&mut self, epoch: usize) -> Result<(), CoreError> {
@@ -227,7 +244,7 @@ fn a_fresh_run_follows_the_documented_order() {
         "train 0 from rule 0",
         "measure 0 needs 001",
         "observe 0",
-        "record 0",
+        "record 0 measured after 0",
         r#"a after 0 record ["counting", "a"]"#,
         r#"b after 0 record ["counting", "a", "b"]"#,
         "save 0",
@@ -236,7 +253,7 @@ fn a_fresh_run_follows_the_documented_order() {
         "train 1 from rule 1",
         "measure 1 needs 011",
         "observe 1",
-        "record 1",
+        "record 1 measured after 1",
         r#"a after 1 record ["counting", "a"]"#,
         r#"b after 1 record ["counting", "a", "b"]"#,
         "save 1",

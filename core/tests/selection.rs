@@ -56,12 +56,20 @@ fn a_selection_reads_back_as_written() {
 #[test]
 fn bad_selections_are_refused_naming_the_field() {
     let cases = [
-        (FILE.replace("\"epoch\":5", "\"epoch\":3"), "s.json: tracks[0].epoch"),
+        (
+            FILE.replace("\"epoch\":5", "\"epoch\":3"),
+            "s.json: tracks[0].epoch",
+        ),
         (FILE.replacen('{', r#"{"schema":3,"#, 1), "s.json: schema"),
-        (FILE.replace("\"split\":\"val\",", ""), "not a run's selection.json"),
+        (
+            FILE.replace("\"split\":\"val\",", ""),
+            "not a run's selection.json",
+        ),
     ];
     for (text, field) in cases {
-        let e = SelectionRecord::parse(&text, "s.json").unwrap_err().to_string();
+        let e = SelectionRecord::parse(&text, "s.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(field), "{field}: {e}");
     }
 }

@@ -12,13 +12,18 @@ Usage: python3 tools/structure/circles.py [--check] [--functions N] [CRATE_SRC .
 (default: every `*/src` of the workspace, the root `src`, and every example of more than one
 file, `*/examples/NAME/`). Prints the circles of each crate
 and, with --functions, the N longest functions (lines from `fn` to its closing brace). With
---check it exits 1 when it finds a circle (`cargo xtask test` runs it so).
+--check it exits 1 when it finds a circle or a function of the command line (`src/`) longer
+than HANDLER_LIMIT lines: the handlers stay thin, the work in the libraries (`cargo xtask
+test` runs it so).
 """
 import os
 import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# The most lines a function of the command line (`src/`) may have.
+HANDLER_LIMIT = 40
 
 
 def modules(src):
@@ -241,7 +246,12 @@ def main():
     if n_fn:
         for length, name in sorted(fns, reverse=True)[:n_fn]:
             print(f'{length:5} {name}')
-    if check and total:
+    cli = os.path.join(ROOT, 'src') + os.sep
+    long = [(n, name) for n, name in fns
+            if n > HANDLER_LIMIT and os.path.join(ROOT, name.split(':')[0]).startswith(cli)]
+    for n, name in sorted(long, reverse=True):
+        print(f'handler too long: {name} has {n} lines (at most {HANDLER_LIMIT})')
+    if check and (total or long):
         sys.exit(1)
 
 

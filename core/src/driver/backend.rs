@@ -30,6 +30,11 @@ pub trait Backend {
     type Error: From<CoreError>;
     /// What training an epoch reports (its loss, t_k, timings).
     type Trained;
+    /// What measuring the trained model gives: the [`ClassStats`] the rule observes and
+    /// whatever else the backend's record takes from the same evaluations (the trainer's
+    /// validation record, the toy's test evaluation). Handed from [`Backend::measure`] to
+    /// [`Backend::record`] by the driver, not kept in the backend.
+    type Measured: Measurement;
     /// The epoch's record, which the hooks complete (the toy's history entry, the trainer's
     /// `metrics.jsonl` line).
     type Record;
@@ -49,15 +54,16 @@ pub trait Backend {
         epoch: usize,
         trained: &Self::Trained,
         needs: Needs,
-    ) -> Result<ClassStats, Self::Error>;
+    ) -> Result<Self::Measured, Self::Error>;
 
-    /// The epoch's record, once the rule observed `stats`; the hooks then add their parts.
+    /// The epoch's record from its training and measurements, once the rule observed them;
+    /// the hooks then add their parts.
     fn record(
         &mut self,
         epoch: usize,
         plan: ClassPlan,
         trained: Self::Trained,
-        stats: &ClassStats,
+        measured: &Self::Measured,
         rule: &dyn ClassRule,
     ) -> Result<Self::Record, Self::Error>;
 
@@ -76,6 +82,19 @@ pub trait Backend {
     /// Carries out a hook's clean-up, once the state naming a newer checkpoint is committed.
     fn clean(&mut self, _action: Cleanup) -> Result<(), Self::Error> {
         Ok(())
+    }
+}
+
+/// What a backend measured after an epoch, as far as the driver needs it: the statistics the
+/// rule observes and the hooks see.
+pub trait Measurement {
+    fn stats(&self) -> &ClassStats;
+}
+
+/// A backend that measures nothing beyond the statistics.
+impl Measurement for ClassStats {
+    fn stats(&self) -> &ClassStats {
+        self
     }
 }
 

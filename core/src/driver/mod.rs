@@ -19,7 +19,7 @@ mod backend;
 mod hook;
 mod state;
 
-pub use backend::{Backend, Cleanup, EpochStart};
+pub use backend::{Backend, Cleanup, EpochStart, Measurement};
 pub use hook::{EpochEnd, Hook};
 pub use state::{DriverState, merge};
 
@@ -117,12 +117,12 @@ impl<B: Backend> Driver<B> {
             return Ok(false);
         };
         let needs = (self.hooks.iter()).fold(self.rule.needs(epoch), |n, h| n.or(h.needs(epoch)));
-        let stats = backend.measure(epoch, &trained, needs)?;
-        self.rule.observe(epoch, &stats)?;
-        let mut record = backend.record(epoch, plan, trained, &stats, self.rule.as_ref())?;
+        let measured = backend.measure(epoch, &trained, needs)?;
+        self.rule.observe(epoch, measured.stats())?;
+        let mut record = backend.record(epoch, plan, trained, &measured, self.rule.as_ref())?;
         let mut end = EpochEnd {
             epoch,
-            stats: &stats,
+            stats: measured.stats(),
             record: &mut record,
         };
         for hook in &mut self.hooks {

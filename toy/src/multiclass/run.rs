@@ -3,7 +3,7 @@
 //! WAT's model selection, the history), then the report.
 
 use classwise_core::average::{Averager, Averaging};
-use classwise_core::driver::{Backend, Driver, EpochEnd, EpochStart, Hook, Start};
+use classwise_core::driver::{Backend, Driver, EpochEnd, EpochStart, Hook, Measurement, Start};
 use classwise_core::select::{EpochScore, Selection, Selector};
 use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
 use classwise_theory::calibration::{AverageAction, wat_validation_costs};
@@ -29,8 +29,6 @@ struct Toy<'a> {
     splits: Splits,
     model: Linear,
     sgd: Sgd,
-    /// The validation and test evaluations of the epoch being measured.
-    measured: Option<(ClassEval, ClassEval)>,
     history: Vec<EpochRecord>,
     fawa: Option<(ModelReport, usize)>,
     ema: Option<ModelReport>,
@@ -64,9 +62,24 @@ impl Toy<'_> {
     }
 }
 
+/// An epoch's measurements: the statistics the rule observes, and the validation and test
+/// evaluations the history records.
+struct Measured {
+    stats: ClassStats,
+    val: ClassEval,
+    test: ClassEval,
+}
+
+impl Measurement for Measured {
+    fn stats(&self) -> &ClassStats {
+        &self.stats
+    }
+}
+
 impl Backend for Toy<'_> {
     type Error = ToyError;
     type Trained = EpochStats;
+    type Measured = Measured;
     type Record = EpochRecord;
 
     fn train_epoch(&mut self, start: &EpochStart<'_>) -> Result<Option<EpochStats>> {
@@ -94,11 +107,10 @@ impl Backend for Toy<'_> {
     }
 
     /// Everything, every epoch: validation accuracy, errors and WAT's costs, and the test set.
-    fn measure(&mut self, epoch: usize, trained: &EpochStats, _needs: Needs) -> Result<ClassStats> {
+    fn measure(&mut self, epoch: usize, trained: &EpochStats, _needs: Needs) -> Result<Measured> {
         let config = self.config;
         let (val_eval, mut stats) = self.validate()?;
         let test = evaluate(&self.model, &self.splits.test, config.epsilon)?;
-        self.measured = Some((val_eval, test));
         let mut cost_rng = stream(config.seed, stream_id(TAG_VAL_ATTACK, 0, epoch as u64));
         let val = &self.splits.val;
         let (ce, kl) = trades_loss_sums(
@@ -111,7 +123,11 @@ impl Backend for Toy<'_> {
         let n_val = val.len() as f64;
         stats.val_costs = Some(wat_validation_costs(&ce, &kl, config.cost_beta, n_val)?);
         stats.train_robust = trained.train_robust.clone();
-        Ok(stats)
+        Ok(Measured {
+            stats,
+            val: val_eval,
+            test,
+        })
     }
 
     fn record(
@@ -119,15 +135,11 @@ impl Backend for Toy<'_> {
         epoch: usize,
         plan: ClassPlan,
         trained: EpochStats,
-        stats: &ClassStats,
+        m: &Measured,
         _rule: &dyn ClassRule,
     ) -> Result<EpochRecord> {
         let measured = |v: &Option<Vec<f64>>| v.clone().unwrap_or_default();
-        let (val, test) = self.measured.take().ok_or(ToyError::LengthMismatch {
-            what: "evaluations of the epoch",
-            expected: 1,
-            got: 0,
-        })?;
+        let (stats, val, test) = (&m.stats, &m.val, &m.test);
         Ok(EpochRecord {
             epoch,
             lr: self.config.lr_at(epoch),
@@ -268,7 +280,6 @@ pub fn run(config: &RunConfig) -> Result<RunReport> {
         splits,
         model,
         sgd,
-        measured: None,
         history: Vec::with_capacity(config.epochs),
         fawa: None,
         ema: None,

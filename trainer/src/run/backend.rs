@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use classwise_core::driver::{Backend, Cleanup, DriverState, EpochStart};
+use classwise_core::driver::{Backend, Cleanup, DriverState, EpochStart, Measurement};
 use classwise_core::record::{EpochRecord, METRICS_SCHEMA, SelectedTrack, SplitRecord};
 use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
 use tch::Device;
@@ -49,8 +49,6 @@ pub(crate) struct Trainer<'a> {
     pub interrupted: Option<MidEpoch>,
     /// The epoch being run: its timings and whether it is evaluated on the test subset.
     pub clock: EpochClock,
-    /// The epoch's validation accuracies, from `measure` to `record`.
-    val_record: Option<SplitRecord>,
     /// What the hooks leave at the end: the final report and each track's selection.
     pub report: Option<Report>,
     pub selected: Vec<SelectedTrack>,
@@ -63,6 +61,19 @@ pub(crate) struct EpochClock {
     pub started: Instant,
     pub eval_started: Instant,
     pub evaluate_now: bool,
+}
+
+/// An epoch's measurements: the statistics the rule observes and the validation accuracies
+/// the record logs (`None` when the epoch was not evaluated on validation).
+pub(crate) struct Measured {
+    stats: ClassStats,
+    val: Option<SplitRecord>,
+}
+
+impl Measurement for Measured {
+    fn stats(&self) -> &ClassStats {
+        &self.stats
+    }
 }
 
 /// An epoch's training as the record needs it.
@@ -115,7 +126,6 @@ impl<'a> Trainer<'a> {
                 eval_started: now,
                 evaluate_now: false,
             },
-            val_record: None,
             report: None,
             selected: Vec::new(),
         })
@@ -217,6 +227,7 @@ impl<'a> Trainer<'a> {
 impl Backend for Trainer<'_> {
     type Error = TrainerError;
     type Trained = Trained;
+    type Measured = Measured;
     type Record = EpochRecord;
 
     fn train_epoch(&mut self, start: &EpochStart<'_>) -> Result<Option<Trained>> {
@@ -311,19 +322,18 @@ impl Backend for Trainer<'_> {
     }
 
     /// Validation when the rule or a hook needs it, or on the evaluation schedule.
-    fn measure(&mut self, epoch: usize, trained: &Trained, needs: Needs) -> Result<ClassStats> {
+    fn measure(&mut self, epoch: usize, trained: &Trained, needs: Needs) -> Result<Measured> {
         let evaluate_val = self.clock.evaluate_now || needs.val_accuracy || needs.val_errors;
         let val = match self.val_eval.is_some() && evaluate_val {
             true => Some(self.eval_split(&self.model, epoch, EvalSplit::Val)?),
             false => None,
         };
-        let (record, mut stats) = validation_stats(val.as_ref());
-        self.val_record = record;
+        let (val, mut stats) = validation_stats(val.as_ref());
         stats.train_robust = trained.stats.train_robust.clone();
         if needs.val_costs {
             stats.val_costs = self.val_costs(&self.model, epoch)?;
         }
-        Ok(stats)
+        Ok(Measured { stats, val })
     }
 
     /// The `metrics.jsonl` line, with the test subset evaluated when the epoch is.
@@ -332,10 +342,10 @@ impl Backend for Trainer<'_> {
         epoch: usize,
         plan: ClassPlan,
         trained: Trained,
-        _stats: &ClassStats,
+        measured: &Measured,
         rule: &dyn ClassRule,
     ) -> Result<EpochRecord> {
-        let val = self.val_record.take();
+        let val = measured.val.clone();
         let test = match self.clock.evaluate_now {
             true => Some(split_record(&self.eval_split(
                 &self.model,

@@ -29,12 +29,9 @@ pub struct AutoAttackJob {
     pub save_adv: bool,
 }
 
-/// Runs AutoAttack on the request's model (kernels channels-last unless asked otherwise).
-pub(super) fn run(
-    request: &EvalRequest,
-    mut subject: Subject,
-    job: &AutoAttackJob,
-) -> Result<EvalOutput> {
+/// The job's attacks, after refusing what AutoAttack cannot do (count adversarial-only, an
+/// invalid attack list).
+fn checked_spec(request: &EvalRequest, job: &AutoAttackJob) -> Result<AutoAttackSpec> {
     if request.robust_counting == Some(RobustCounting::AdversarialOnly) {
         return Err(invalid(
             "--robust-counting",
@@ -49,6 +46,16 @@ pub(super) fn run(
     };
     spec.validate()
         .map_err(|e| invalid("--attacks", e, "a valid AutoAttack attack list"))?;
+    Ok(spec)
+}
+
+/// Runs AutoAttack on the request's model (kernels channels-last unless asked otherwise).
+pub(super) fn run(
+    request: &EvalRequest,
+    mut subject: Subject,
+    job: &AutoAttackJob,
+) -> Result<EvalOutput> {
+    let spec = checked_spec(request, job)?;
     lay_out(&mut subject, request, Some(MemoryFormat::ChannelsLast))?;
     let (test, indices) = test_subset(request, &subject)?;
     subject.settings.robust_counting = RobustCounting::CleanAndAdversarial;
@@ -85,19 +92,18 @@ pub(super) fn run(
     )?;
     crate::eval::write_predictions(&out.report.evaluation, &written.json_path)?;
     if job.save_adv {
-        let stem = written
-            .json_path
-            .file_stem()
-            .unwrap_or_default()
-            .to_string_lossy();
-        let path = written
-            .json_path
-            .with_file_name(format!("{stem}-adv.safetensors"));
+        let path = adversarial_path(&written.json_path);
         save_adversarial(&path, &test, &indices, &out, eps, &spec, model)?;
         written.other_files.push(path);
     }
     remove_partial(&partial)?;
     Ok(written)
+}
+
+/// `<report stem>-adv.safetensors` beside the report `json`.
+fn adversarial_path(json: &Path) -> std::path::PathBuf {
+    let stem = json.file_stem().unwrap_or_default().to_string_lossy();
+    json.with_file_name(format!("{stem}-adv.safetensors"))
 }
 
 /// The evaluated images with their adversarial examples, for re-evaluation elsewhere
