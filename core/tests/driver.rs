@@ -1,14 +1,17 @@
 //! The shared training driver against a backend that logs every call: the order of the steps
-//! of an epoch, the union of the rule's and the hooks' needs, the hooks' state merged into the
-//! committed state and restored on resume, clean-up after the commit, and how runs end.
+//! of an epoch (every hook's parts added before any hook sees the record), the union of the
+//! rule's and the hooks' needs, the hooks' typed state joined into the committed state and
+//! read back, checked, on resume, clean-up after the commit, the outputs handed to the backend,
+//! and how runs end.
 
 use std::sync::{Arc, Mutex};
 
 use classwise_core::driver::{
-    Backend, Cleanup, Driver, DriverState, EpochEnd, EpochStart, Hook, Measurement, Outcome, Start,
-    merge,
+    Backend, Cleanup, Driver, DriverState, EpochStart, EpochView, Hook, Measurement, Outcome,
+    Start, boxed, join,
 };
 use classwise_core::{ClassPlan, ClassRule, ClassStats, CoreError, Needs};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -86,6 +89,8 @@ impl Backend for LogBackend {
     type Trained = usize;
     type Measured = Measured;
     type Record = Vec<String>;
+    type Part = String;
+    type Output = String;
 
     fn train_epoch(&mut self, start: &EpochStart<'_>) -> Result<Option<usize>, CoreError> {
         let e = start.epoch;
@@ -126,6 +131,19 @@ impl Backend for LogBackend {
         self.log.lock().unwrap().push(line);
         Ok(vec![rule.name().to_owned()])
     }
+    fn add(&mut self, record: &mut Vec<String>, part: String) -> Result<(), CoreError> {
+        record.push(part);
+        Ok(())
+    }
+    fn complete(&mut self, record: &mut Vec<String>) -> Result<(), CoreError> {
+        record.push("complete".into());
+        Ok(())
+    }
+    fn finish(&mut self, outputs: Vec<String>) -> Result<(), CoreError> {
+        let line = format!("backend finish {outputs:?}");
+        self.log.lock().unwrap().push(line);
+        Ok(())
+    }
     fn save(&mut self, epoch: usize) -> Result<(), CoreError> {
         self.log.lock().unwrap().push(format!("save {epoch}"));
         Ok(())
@@ -142,52 +160,53 @@ impl Backend for LogBackend {
     }
 }
 
-/// A hook with a name, its own counter in the state (`<name>_seen`) and an entry in the
-/// shared `tracks` object; asks for validation costs; prunes the previous epoch.
+/// A hook's state: its counter under a field of its own name (`a_seen`), so that two counters
+/// write different fields.
+#[derive(Default, Serialize, Deserialize)]
+struct Seen(std::collections::BTreeMap<String, u64>);
+
+/// A hook with a name and its own counter in the state (`<name>_seen`); adds its name to the
+/// record and logs the record it sees; asks for validation costs; prunes the previous epoch;
+/// hands over its name and count at the end.
 struct Counter {
     name: &'static str,
     seen: u64,
 }
 
+impl Counter {
+    fn field(&self) -> String {
+        format!("{}_seen", self.name)
+    }
+}
+
 impl Hook<LogBackend> for Counter {
+    type State = Seen;
+
     fn needs(&self, _epoch: usize) -> Needs {
         Needs {
             val_costs: true,
             ..Needs::default()
         }
     }
-    fn restore(
-        &mut self,
-        b: &mut LogBackend,
-        fields: &Map<String, Value>,
-    ) -> Result<(), CoreError> {
-        self.seen = fields
-            .get(&format!("{}_seen", self.name))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        b.log
-            .lock()
-            .unwrap()
-            .push(format!("restore {} {}", self.name, self.seen));
+    fn restore(&mut self, b: &LogBackend, state: Seen) -> Result<(), CoreError> {
+        self.seen = state.0.get(&self.field()).copied().unwrap_or(0);
+        let line = format!("restore {} {}", self.name, self.seen);
+        b.log.lock().unwrap().push(line);
         Ok(())
     }
-    fn after_epoch(
-        &mut self,
-        b: &mut LogBackend,
-        end: &mut EpochEnd<'_, Vec<String>>,
-    ) -> Result<(), CoreError> {
+    fn after_epoch(&mut self, end: &EpochView<'_, LogBackend>) -> Result<Vec<String>, CoreError> {
         self.seen += 1;
-        end.record.push(self.name.to_owned());
-        b.log.lock().unwrap().push(format!(
-            "{} after {} record {:?}",
-            self.name, end.epoch, end.record
-        ));
+        let line = format!("{} after {} record {:?}", self.name, end.epoch, end.record);
+        end.backend.log.lock().unwrap().push(line);
+        Ok(vec![self.name.to_owned()])
+    }
+    fn on_record(&mut self, b: &LogBackend, record: &Vec<String>) -> Result<(), CoreError> {
+        let line = format!("{} sees {record:?}", self.name);
+        b.log.lock().unwrap().push(line);
         Ok(())
     }
-    fn save(&self, _b: &mut LogBackend, _epoch: usize) -> Result<Map<String, Value>, CoreError> {
-        let fields =
-            json!({ format!("{}_seen", self.name): self.seen, "tracks": { self.name: self.seen } });
-        Ok(fields.as_object().expect("an object").clone())
+    fn save(&self, _b: &LogBackend, _epoch: usize) -> Result<Seen, CoreError> {
+        Ok(Seen([(self.field(), self.seen)].into()))
     }
     fn after_checkpoint(&mut self, epoch: usize) -> Vec<Cleanup> {
         epoch
@@ -196,21 +215,21 @@ impl Hook<LogBackend> for Counter {
             .into_iter()
             .collect()
     }
-    fn finish(&mut self, b: &mut LogBackend) -> Result<(), CoreError> {
+    fn finish(&mut self, b: &LogBackend) -> Result<Vec<String>, CoreError> {
         b.log.lock().unwrap().push(format!("finish {}", self.name));
-        Ok(())
+        Ok(vec![format!("{} {}", self.name, self.seen)])
     }
 }
 
-fn driver(log: &Log, epochs: usize, stop_after: Option<usize>) -> Driver<LogBackend> {
+fn driver(log: &Log, epochs: usize, stop_after: Option<usize>) -> Driver<'static, LogBackend> {
     Driver {
         rule: Box::new(CountingRule {
             observed: 0,
             log: log.clone(),
         }),
         hooks: vec![
-            Box::new(Counter { name: "a", seen: 0 }),
-            Box::new(Counter { name: "b", seen: 0 }),
+            boxed(Counter { name: "a", seen: 0 }),
+            boxed(Counter { name: "b", seen: 0 }),
         ],
         epochs,
         stop_after,
@@ -233,10 +252,10 @@ fn a_fresh_run_follows_the_documented_order() {
         .run(&mut b, Start::Fresh)
         .expect("runs");
     assert_eq!(outcome, Outcome::Completed);
-    let c0 =
-        r#"commit {"completed_epochs":1,"rule":1,"a_seen":1,"b_seen":1,"tracks":{"a":1,"b":1}}"#;
-    let c1 =
-        r#"commit {"completed_epochs":2,"rule":2,"a_seen":2,"b_seen":2,"tracks":{"a":2,"b":2}}"#;
+    let c0 = r#"commit {"completed_epochs":1,"rule":1,"a_seen":1,"b_seen":1}"#;
+    let c1 = r#"commit {"completed_epochs":2,"rule":2,"a_seen":2,"b_seen":2}"#;
+    // Every hook's part is in the record before any hook sees it, whatever their order.
+    let seen = r#"["counting", "a", "b", "complete"]"#;
     let expected = [
         "measure initial true",
         "observe initial",
@@ -245,8 +264,10 @@ fn a_fresh_run_follows_the_documented_order() {
         "measure 0 needs 001",
         "observe 0",
         "record 0 measured after 0",
-        r#"a after 0 record ["counting", "a"]"#,
-        r#"b after 0 record ["counting", "a", "b"]"#,
+        r#"a after 0 record ["counting"]"#,
+        r#"b after 0 record ["counting"]"#,
+        &format!("a sees {seen}"),
+        &format!("b sees {seen}"),
         "save 0",
         c0,
         "plan 1",
@@ -254,14 +275,17 @@ fn a_fresh_run_follows_the_documented_order() {
         "measure 1 needs 011",
         "observe 1",
         "record 1 measured after 1",
-        r#"a after 1 record ["counting", "a"]"#,
-        r#"b after 1 record ["counting", "a", "b"]"#,
+        r#"a after 1 record ["counting"]"#,
+        r#"b after 1 record ["counting"]"#,
+        &format!("a sees {seen}"),
+        &format!("b sees {seen}"),
         "save 1",
         c1,
         "clean Checkpoint(0)",
         "clean Checkpoint(0)",
         "finish a",
         "finish b",
+        r#"backend finish ["a 2", "b 2"]"#,
     ];
     assert_eq!(*log.lock().unwrap(), expected);
 }
@@ -321,21 +345,44 @@ fn an_epoch_stopped_inside_commits_nothing_for_it() {
 }
 
 #[test]
-fn merging_hook_fields_joins_objects_and_refuses_other_collisions() {
+fn hook_fields_are_joined_and_a_field_two_hooks_write_is_refused() {
     let mut into = json!({"selection": {"raw": 1}, "ema_updates": 2})
         .as_object()
         .cloned()
         .unwrap();
-    let more = json!({"selection": {"ema": 3}, "fawa_updates": 0})
+    let more = json!({"fawa_updates": 0}).as_object().cloned().unwrap();
+    join(&mut into, more).expect("disjoint fields join");
+    assert_eq!(
+        Value::Object(into.clone()),
+        json!({"selection": {"raw": 1}, "ema_updates": 2, "fawa_updates": 0})
+    );
+    // Even two objects under one name: each hook's state has fields of its own.
+    let clash = json!({"selection": {"ema": 3}})
         .as_object()
         .cloned()
         .unwrap();
-    merge(&mut into, more).expect("disjoint keys merge");
-    assert_eq!(
-        Value::Object(into.clone()),
-        json!({"selection": {"raw": 1, "ema": 3}, "ema_updates": 2, "fawa_updates": 0})
+    let err = join(&mut into, clash).expect_err("two hooks writing one field");
+    assert!(err.to_string().contains("selection"), "{err}");
+}
+
+#[test]
+fn a_resumed_state_that_does_not_fit_a_hook_is_refused() {
+    let log = Log::default();
+    let hooks: Map<String, Value> = json!({"a_seen": "many", "b_seen": 1})
+        .as_object()
+        .cloned()
+        .unwrap();
+    let start = Start::Resume {
+        epoch: 1,
+        rule: json!(1),
+        hooks,
+    };
+    let err = driver(&log, 3, None)
+        .run(&mut backend(&log, None), start)
+        .expect_err("a count that is not a number");
+    let text = err.to_string();
+    assert!(
+        text.contains("a hook's state") && text.contains("many"),
+        "{text}"
     );
-    let clash = json!({"ema_updates": 5}).as_object().cloned().unwrap();
-    let err = merge(&mut into, clash).expect_err("two hooks writing one number");
-    assert!(err.to_string().contains("ema_updates"), "{err}");
 }

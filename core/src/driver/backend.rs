@@ -23,8 +23,9 @@ pub struct EpochStart<'a> {
 /// (`classwise-toy`) or a libtorch network (`classwise-trainer`). Each method is one step of
 /// the driver's epoch, in this order: [`train_epoch`](Backend::train_epoch) →
 /// [`measure`](Backend::measure) → (the rule observes) → [`record`](Backend::record) → (the
-/// hooks) → [`save`](Backend::save) → [`commit`](Backend::commit) →
-/// [`clean`](Backend::clean).
+/// hooks' parts) [`add`](Backend::add) → [`complete`](Backend::complete) → (the hooks see the
+/// record) → [`save`](Backend::save) → [`commit`](Backend::commit) →
+/// [`clean`](Backend::clean); after the last epoch [`finish`](Backend::finish).
 pub trait Backend {
     /// The backend's error; the driver's own errors (a rule's, a hook's) convert into it.
     type Error: From<CoreError>;
@@ -38,6 +39,12 @@ pub trait Backend {
     /// The epoch's record, which the hooks complete (the toy's history entry, the trainer's
     /// `metrics.jsonl` line).
     type Record;
+    /// A part of the record a hook adds ([`Backend::add`]): an average's decision, its
+    /// evaluation.
+    type Part;
+    /// What a hook hands over when the run completes ([`Backend::finish`]): a final report, a
+    /// selected model.
+    type Output;
 
     /// Trains one epoch under `start.plan`; `None` when the epoch stopped before its end (a
     /// signal): the backend has saved what a resume needs.
@@ -66,6 +73,19 @@ pub trait Backend {
         measured: &Self::Measured,
         rule: &dyn ClassRule,
     ) -> Result<Self::Record, Self::Error>;
+
+    /// Adds a hook's `part` to the epoch's record.
+    fn add(&mut self, record: &mut Self::Record, part: Self::Part) -> Result<(), Self::Error>;
+
+    /// Completes the record once every hook added its parts (its timings), before the hooks
+    /// see it ([`Hook::on_record`](super::Hook::on_record)).
+    fn complete(&mut self, _record: &mut Self::Record) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// Takes the hooks' outputs once every hook finished a completed run: the backend's last
+    /// step (the trainer writes `selection.json` here, the mark of a complete run).
+    fn finish(&mut self, outputs: Vec<Self::Output>) -> Result<(), Self::Error>;
 
     /// Writes the model's and the optimiser's files of the epoch's checkpoint (before the hooks
     /// write theirs). Backends without checkpoints do nothing.

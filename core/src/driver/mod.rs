@@ -5,11 +5,13 @@
 //!
 //! ```text
 //! rule.plan ─▶ backend.train_epoch ─▶ backend.measure ─▶ rule.observe ─▶ backend.record
-//!    ─▶ hooks.after_epoch ─▶ backend.save, hooks.save ─▶ backend.commit(state)
+//!    ─▶ hooks.after_epoch ─▶ backend.add(parts), backend.complete ─▶ hooks.on_record
+//!    ─▶ backend.save, hooks.save ─▶ backend.commit(state)
 //!    ─▶ hooks.after_checkpoint ─▶ backend.clean(actions)
 //! ```
 //!
-//! and after the last epoch `hooks.finish`. A fresh run lets a rule that decides its first
+//! and after the last epoch `hooks.finish` ─▶ `backend.finish(outputs)`. The hooks see the
+//! backend and the epoch read-only ([`EpochView`]) and return what they produce. A fresh run lets a rule that decides its first
 //! epoch from the initial model (FRL) observe it first; a resumed run instead restores the rule
 //! and the hooks from the committed [`DriverState`] and starts at its epoch. The class-wise
 //! decisions themselves are the rule's ([`crate::rule`]), the averages' ([`crate::average`])
@@ -20,8 +22,8 @@ mod hook;
 mod state;
 
 pub use backend::{Backend, Cleanup, EpochStart, Measurement};
-pub use hook::{EpochEnd, Hook};
-pub use state::{DriverState, merge};
+pub use hook::{DynHook, EpochView, Hook, NoState, boxed};
+pub use state::{DriverState, join};
 
 use serde_json::{Map, Value};
 
@@ -53,17 +55,17 @@ pub enum Outcome {
 }
 
 /// A rule, the hooks and the length of a run.
-pub struct Driver<B: Backend> {
+pub struct Driver<'h, B: Backend> {
     pub rule: Box<dyn ClassRule>,
-    /// Called in this order at every point of an epoch.
-    pub hooks: Vec<Box<dyn Hook<B>>>,
+    /// Called in this order at every point of an epoch ([`boxed`] makes a [`Hook`] one).
+    pub hooks: Vec<Box<dyn DynHook<B> + 'h>>,
     pub epochs: usize,
     /// Stop after this many completed epochs, as a kill there would (for tests of resume and
     /// for splitting a run into sessions).
     pub stop_after: Option<usize>,
 }
 
-impl<B: Backend> Driver<B> {
+impl<B: Backend> Driver<'_, B> {
     /// Runs the epochs from `start` to the end (or [`Driver::stop_after`]).
     pub fn run(&mut self, backend: &mut B, start: Start) -> Result<Outcome, B::Error> {
         let first = self.start(backend, start)?;
@@ -77,9 +79,11 @@ impl<B: Backend> Driver<B> {
         if completed_epochs < self.epochs {
             return Ok(Outcome::Stopped { completed_epochs });
         }
+        let mut outputs = Vec::new();
         for hook in &mut self.hooks {
-            hook.finish(backend)?;
+            outputs.extend(hook.finish(backend)?);
         }
+        backend.finish(outputs)?;
         Ok(Outcome::Completed)
     }
 
@@ -119,14 +123,25 @@ impl<B: Backend> Driver<B> {
         let needs = (self.hooks.iter()).fold(self.rule.needs(epoch), |n, h| n.or(h.needs(epoch)));
         let measured = backend.measure(epoch, &trained, needs)?;
         self.rule.observe(epoch, measured.stats())?;
+        let planned = plan.clone();
         let mut record = backend.record(epoch, plan, trained, &measured, self.rule.as_ref())?;
-        let mut end = EpochEnd {
+        let view = EpochView {
             epoch,
+            plan: &planned,
             stats: measured.stats(),
-            record: &mut record,
+            record: &record,
+            backend,
         };
+        let mut parts = Vec::new();
         for hook in &mut self.hooks {
-            hook.after_epoch(backend, &mut end)?;
+            parts.extend(hook.after_epoch(&view)?);
+        }
+        for part in parts {
+            backend.add(&mut record, part)?;
+        }
+        backend.complete(&mut record)?;
+        for hook in &mut self.hooks {
+            hook.on_record(backend, &record)?;
         }
         self.checkpoint(backend, epoch)?;
         Ok(true)
@@ -138,7 +153,7 @@ impl<B: Backend> Driver<B> {
         backend.save(epoch)?;
         let mut hooks = Map::new();
         for hook in &self.hooks {
-            merge(&mut hooks, hook.save(backend, epoch)?)?;
+            join(&mut hooks, hook.save(backend, epoch)?)?;
         }
         let state = DriverState {
             completed_epochs: epoch + 1,

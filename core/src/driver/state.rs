@@ -1,5 +1,6 @@
 //! The driver's part of a run state: the completed epochs, the rule's state and the hooks'
-//! fields, kept opaque so that a new hook needs no change here.
+//! fields. Each hook's fields are its typed state ([`super::Hook::State`]) written as JSON, side
+//! by side, so that a new hook needs no change here.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -18,25 +19,18 @@ pub struct DriverState {
     pub hooks: Map<String, Value>,
 }
 
-/// Merges a hook's `fields` into `into`: new keys are added, objects under the same key are
-/// merged key by key (two hooks may each add an entry to `selection`); any other collision is
-/// an error naming the key.
-pub fn merge(into: &mut Map<String, Value>, fields: Map<String, Value>) -> Result<()> {
+/// Adds a hook's `fields` to `into`; a field another hook already wrote is an error naming it
+/// (each hook's state has fields of its own).
+pub fn join(into: &mut Map<String, Value>, fields: Map<String, Value>) -> Result<()> {
     for (key, value) in fields {
-        match (into.get_mut(&key), value) {
-            (None, v) => {
-                into.insert(key, v);
-            }
-            (Some(Value::Object(old)), Value::Object(new)) => merge(old, new)?,
-            (Some(_), v) => {
-                return Err(CoreError::Invalid {
-                    field: format!("run state `{key}`"),
-                    value: v.to_string(),
-                    expected: "a key no other hook writes (or an object merged key by key)"
-                        .to_owned(),
-                });
-            }
+        if into.contains_key(&key) {
+            return Err(CoreError::Invalid {
+                field: format!("run state `{key}`"),
+                value: value.to_string(),
+                expected: "a field no other hook writes".to_owned(),
+            });
         }
+        into.insert(key, value);
     }
     Ok(())
 }

@@ -9,6 +9,8 @@
 //! * [`predictions`]: the per-image decisions beside each report ([`PredictionsRecord`],
 //!   [`PREDICTIONS_SCHEMA`]);
 //! * [`selection`]: a run's `selection.json` ([`SelectionRecord`], [`SELECTION_SCHEMA`]);
+//! * [`state`]: a run's `state.json` ([`RunState`], [`STATE_SCHEMA`]), the driver's state with
+//!   its checkpoint;
 //!
 //! and [`config`], the few fields of a run's resolved configuration that the libtorch-free
 //! readers need ([`RunConfigView`]; the trainer owns the configuration itself).
@@ -20,6 +22,7 @@ pub mod predictions;
 pub mod protocol;
 pub mod report;
 pub mod selection;
+pub mod state;
 
 pub use autoattack::*;
 pub use config::*;
@@ -28,6 +31,7 @@ pub use predictions::*;
 pub use protocol::*;
 pub use report::*;
 pub use selection::*;
+pub use state::*;
 
 use crate::error::{CoreError, Result, invalid};
 

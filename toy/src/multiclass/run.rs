@@ -3,7 +3,9 @@
 //! WAT's model selection, the history), then the report.
 
 use classwise_core::average::{Averager, Averaging};
-use classwise_core::driver::{Backend, Driver, EpochEnd, EpochStart, Hook, Measurement, Start};
+use classwise_core::driver::{
+    Backend, Driver, EpochStart, EpochView, Hook, Measurement, NoState, Start, boxed,
+};
 use classwise_core::select::{EpochScore, Selection, Selector};
 use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
 use classwise_theory::calibration::{AverageAction, wat_validation_costs};
@@ -22,17 +24,30 @@ const TAG_SHUFFLE: u8 = 18;
 const TAG_TRAIN_ATTACK: u8 = 19;
 const TAG_VAL_ATTACK: u8 = 20;
 
-/// The toy as a driver backend: the linear model, its optimiser, the data, and the reports
-/// the hooks leave when the run finishes.
+/// The toy as a driver backend: the linear model, its optimiser, the data, and what the hooks
+/// hand over when the run completes ([`Finished`]).
 struct Toy<'a> {
     config: &'a RunConfig,
     splits: Splits,
     model: Linear,
     sgd: Sgd,
-    history: Vec<EpochRecord>,
-    fawa: Option<(ModelReport, usize)>,
-    ema: Option<ModelReport>,
-    selected: Option<SelectedReport>,
+    finished: Vec<Finished>,
+}
+
+/// A hook's part of an epoch's record: FAWA's decision.
+enum Part {
+    Fawa(AverageAction),
+}
+
+/// What a hook hands over when the run completes.
+enum Finished {
+    /// Every epoch's record.
+    History(Vec<EpochRecord>),
+    /// The FAWA model and the epochs its gate admitted.
+    Fawa(ModelReport, usize),
+    Ema(ModelReport),
+    /// WAT's selected iterate.
+    Selected(SelectedReport),
 }
 
 impl Toy<'_> {
@@ -81,6 +96,8 @@ impl Backend for Toy<'_> {
     type Trained = EpochStats;
     type Measured = Measured;
     type Record = EpochRecord;
+    type Part = Part;
+    type Output = Finished;
 
     fn train_epoch(&mut self, start: &EpochStart<'_>) -> Result<Option<EpochStats>> {
         let (config, epoch) = (self.config, start.epoch as u64);
@@ -155,6 +172,18 @@ impl Backend for Toy<'_> {
             fawa: None,
         })
     }
+
+    fn add(&mut self, record: &mut EpochRecord, part: Part) -> Result<()> {
+        match part {
+            Part::Fawa(action) => record.fawa = Some(action),
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, outputs: Vec<Finished>) -> Result<()> {
+        self.finished = outputs;
+        Ok(())
+    }
 }
 
 /// A weight average of the flat parameters (FAWA or EMA), decided after each epoch.
@@ -171,31 +200,29 @@ impl Average {
 }
 
 impl Hook<Toy<'_>> for Average {
-    fn after_epoch(
-        &mut self,
-        toy: &mut Toy<'_>,
-        end: &mut EpochEnd<'_, EpochRecord>,
-    ) -> Result<()> {
+    type State = NoState;
+
+    fn after_epoch(&mut self, end: &EpochView<'_, Toy<'_>>) -> Result<Vec<Part>> {
         // FAWA's gate reads the validation robust accuracy; EMA ignores it.
         let val_robust = end.stats.val_robust.as_deref();
         let action = self.averager.decide(end.epoch, val_robust)?.action;
-        self.params = apply(action, self.params.take(), toy.model.params())?;
-        if self.is_fawa() {
-            end.record.fawa = Some(action);
-        }
-        Ok(())
+        self.params = apply(action, self.params.take(), end.backend.model.params())?;
+        Ok(self
+            .is_fawa()
+            .then_some(Part::Fawa(action))
+            .into_iter()
+            .collect())
     }
 
-    fn finish(&mut self, toy: &mut Toy<'_>) -> Result<()> {
+    fn finish(&mut self, toy: &Toy<'_>) -> Result<Vec<Finished>> {
         let Some(params) = &self.params else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let report = toy.report(params)?;
-        match self.is_fawa() {
-            true => toy.fawa = Some((report, self.averager.state.updates)),
-            false => toy.ema = Some(report),
-        }
-        Ok(())
+        Ok(vec![match self.is_fawa() {
+            true => Finished::Fawa(report, self.averager.state.updates),
+            false => Finished::Ema(report),
+        }])
     }
 }
 
@@ -219,22 +246,20 @@ struct WatSelection {
 }
 
 impl Hook<Toy<'_>> for WatSelection {
-    fn after_epoch(
-        &mut self,
-        toy: &mut Toy<'_>,
-        end: &mut EpochEnd<'_, EpochRecord>,
-    ) -> Result<()> {
+    type State = NoState;
+
+    fn after_epoch(&mut self, end: &EpochView<'_, Toy<'_>>) -> Result<Vec<Part>> {
         let score = EpochScore {
             avg_plus_worst: None,
             val_costs: end.stats.val_costs.clone(),
         };
         if self.selector.offer(end.epoch, &score)?.keep {
-            self.chosen = Some((end.epoch, toy.model.to_flat()));
+            self.chosen = Some((end.epoch, end.backend.model.to_flat()));
         }
-        Ok(())
+        Ok(Vec::new())
     }
 
-    fn finish(&mut self, toy: &mut Toy<'_>) -> Result<()> {
+    fn finish(&mut self, toy: &Toy<'_>) -> Result<Vec<Finished>> {
         // The first epoch is always kept (it is the argmin of a one-epoch history).
         let Some((epoch, params)) = &self.chosen else {
             return Err(ToyError::LengthMismatch {
@@ -244,25 +269,26 @@ impl Hook<Toy<'_>> for WatSelection {
             });
         };
         debug_assert_eq!(self.selector.choose(&[]), Some(*epoch));
-        toy.selected = Some(SelectedReport {
-            epoch: *epoch,
-            model: toy.report(params)?,
-        });
-        Ok(())
+        let model = toy.report(params)?;
+        let epoch = *epoch;
+        Ok(vec![Finished::Selected(SelectedReport { epoch, model })])
     }
 }
 
 /// Keeps every epoch's completed record.
-struct History;
+#[derive(Default)]
+struct History(Vec<EpochRecord>);
 
 impl Hook<Toy<'_>> for History {
-    fn after_epoch(
-        &mut self,
-        toy: &mut Toy<'_>,
-        end: &mut EpochEnd<'_, EpochRecord>,
-    ) -> Result<()> {
-        toy.history.push(end.record.clone());
+    type State = NoState;
+
+    fn on_record(&mut self, _toy: &Toy<'_>, record: &EpochRecord) -> Result<()> {
+        self.0.push(record.clone());
         Ok(())
+    }
+
+    fn finish(&mut self, _toy: &Toy<'_>) -> Result<Vec<Finished>> {
+        Ok(vec![Finished::History(std::mem::take(&mut self.0))])
     }
 }
 
@@ -280,24 +306,21 @@ pub fn run(config: &RunConfig) -> Result<RunReport> {
         splits,
         model,
         sgd,
-        history: Vec::with_capacity(config.epochs),
-        fawa: None,
-        ema: None,
-        selected: None,
+        finished: Vec::new(),
     };
     let (fawa, ema) = config.averagers()?;
     let average = |averager| {
-        Box::new(Average {
+        boxed(Average {
             averager,
             params: None,
-        }) as Box<dyn Hook<Toy<'_>>>
+        })
     };
-    let mut hooks: Vec<Box<dyn Hook<Toy<'_>>>> = fawa.into_iter().chain(ema).map(average).collect();
-    hooks.push(Box::new(WatSelection {
+    let mut hooks: Vec<_> = fawa.into_iter().chain(ema).map(average).collect();
+    hooks.push(boxed(WatSelection {
         selector: Selector::new(Selection::Wat, config.epochs)?,
         chosen: None,
     }));
-    hooks.push(Box::new(History));
+    hooks.push(boxed(History::default()));
     let mut driver = Driver {
         rule: config.rule.build(config.rule_context())?,
         hooks,
@@ -305,20 +328,35 @@ pub fn run(config: &RunConfig) -> Result<RunReport> {
         stop_after: None,
     };
     driver.run(&mut toy, Start::Fresh)?;
-    let selected = toy.selected.take().ok_or(ToyError::LengthMismatch {
+    report(toy)
+}
+
+/// The run's report from the final model and what the hooks handed over.
+fn report(mut toy: Toy<'_>) -> Result<RunReport> {
+    let config = toy.config;
+    let (mut history, mut fawa, mut ema, mut selected) = (Vec::new(), None, None, None);
+    for output in std::mem::take(&mut toy.finished) {
+        match output {
+            Finished::History(h) => history = h,
+            Finished::Fawa(r, n) => fawa = Some((r, n)),
+            Finished::Ema(r) => ema = Some(r),
+            Finished::Selected(s) => selected = Some(s),
+        }
+    }
+    let selected = selected.ok_or(ToyError::LengthMismatch {
         what: "WAT-selected iterates",
         expected: 1,
         got: 0,
     })?;
-    let (fawa, fawa_accepted) = toy.fawa.take().map_or((None, 0), |(r, n)| (Some(r), n));
+    let (fawa, fawa_accepted) = fawa.map_or((None, 0), |(r, n)| (Some(r), n));
     Ok(RunReport {
         config: config.clone(),
         label: format!("{}/{}", config.rule.name(), config.base.name()),
         final_model: toy.report(toy.model.params())?,
-        history: toy.history,
+        history,
         fawa,
         fawa_accepted,
-        ema: toy.ema,
+        ema,
         selected,
     })
 }

@@ -5,7 +5,10 @@
 use std::time::Instant;
 
 use classwise_core::driver::{Backend, Cleanup, DriverState, EpochStart, Measurement};
-use classwise_core::record::{EpochRecord, METRICS_SCHEMA, SelectedTrack, SplitRecord};
+use classwise_core::record::{
+    AveragingRecord, EpochRecord, METRICS_SCHEMA, SELECTION_SCHEMA, STATE_SCHEMA, SelectedTrack,
+    SelectionRecord, SplitRecord,
+};
 use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
 use tch::Device;
 
@@ -49,9 +52,24 @@ pub(crate) struct Trainer<'a> {
     pub interrupted: Option<MidEpoch>,
     /// The epoch being run: its timings and whether it is evaluated on the test subset.
     pub clock: EpochClock,
-    /// What the hooks leave at the end: the final report and each track's selection.
+    /// The final report, handed over by its hook when the run completes.
     pub report: Option<Report>,
-    pub selected: Vec<SelectedTrack>,
+}
+
+/// A hook's part of an epoch's `metrics.jsonl` line.
+pub(crate) enum RecordPart {
+    /// A weight average's decision after the epoch.
+    Averaging(AveragingRecord),
+    /// A weight average (`ema`, `fawa`) evaluated on the test subset.
+    AverageTest(&'static str, SplitRecord),
+}
+
+/// What a hook hands over when the run completes.
+pub(crate) enum Finished {
+    /// The last model's report (`report.json`).
+    Report(Box<Report>),
+    /// A track's choice, for `selection.json`.
+    Selected(SelectedTrack),
 }
 
 /// When the epoch started and its evaluations started, and whether it evaluates the test subset
@@ -127,7 +145,6 @@ impl<'a> Trainer<'a> {
                 evaluate_now: false,
             },
             report: None,
-            selected: Vec::new(),
         })
     }
 
@@ -229,6 +246,8 @@ impl Backend for Trainer<'_> {
     type Trained = Trained;
     type Measured = Measured;
     type Record = EpochRecord;
+    type Part = RecordPart;
+    type Output = Finished;
 
     fn train_epoch(&mut self, start: &EpochStart<'_>) -> Result<Option<Trained>> {
         let (config, epoch) = (self.config, start.epoch);
@@ -384,6 +403,41 @@ impl Backend for Trainer<'_> {
         })
     }
 
+    fn add(&mut self, record: &mut EpochRecord, part: RecordPart) -> Result<()> {
+        match part {
+            RecordPart::Averaging(a) => record.averaging.push(a),
+            RecordPart::AverageTest("ema", test) => record.ema_test = Some(test),
+            RecordPart::AverageTest(_, test) => record.fawa_test = Some(test),
+        }
+        Ok(())
+    }
+
+    /// The epoch's timings, once the averages were evaluated.
+    fn complete(&mut self, record: &mut EpochRecord) -> Result<()> {
+        record.eval_seconds = Some(self.clock.eval_started.elapsed().as_secs_f64());
+        record.seconds = self.clock.started.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Keeps the final report and writes `selection.json` from the tracks' choices: the last
+    /// file of a complete run.
+    fn finish(&mut self, outputs: Vec<Finished>) -> Result<()> {
+        let mut tracks = Vec::new();
+        for output in outputs {
+            match output {
+                Finished::Report(r) => self.report = Some(*r),
+                Finished::Selected(t) => tracks.push(t),
+            }
+        }
+        let record = SelectionRecord {
+            schema: SELECTION_SCHEMA,
+            strategy: self.config.select,
+            split: self.best_split.to_owned(),
+            tracks,
+        };
+        write_json(&self.dir.selection(), "selection", &record)
+    }
+
     fn save(&mut self, epoch: usize) -> Result<()> {
         self.save_weights(&checkpoint_name(epoch))
     }
@@ -392,10 +446,9 @@ impl Backend for Trainer<'_> {
     /// is removed.
     fn commit(&mut self, state: &DriverState) -> Result<()> {
         let state = RunState {
-            completed_epochs: state.completed_epochs,
+            schema: STATE_SCHEMA,
             checkpoint: checkpoint_name(state.completed_epochs - 1),
-            rule: state.rule.clone(),
-            hooks: state.hooks.clone(),
+            driver: state.clone(),
         };
         write_json(&self.dir.state(), "run state", &state)?;
         self.dir.remove_mid_epoch()

@@ -54,7 +54,7 @@ impl RunDir {
             return Ok(RunProgress::Complete);
         }
         let epochs = if self.state().exists() {
-            RunState::load(&self.state())?.completed_epochs
+            load_state(&self.state())?.driver.completed_epochs
         } else {
             0
         };
@@ -121,7 +121,7 @@ impl RunDir {
                 }
             }
             "last" => {
-                let state = RunState::load(&self.state())?;
+                let state = load_state(&self.state())?;
                 Ok(self.checkpoint(&state.checkpoint).join("model.safetensors"))
             }
             path if Path::new(path).is_file() => Ok(PathBuf::from(path)),
@@ -141,10 +141,10 @@ impl RunDir {
         if which != "ema" && which != "fawa" {
             return Model::load(&self.weights(which)?, device);
         }
-        let state = RunState::load(&self.state())?;
+        let state = load_state(&self.state())?;
         let ck = self.checkpoint(&state.checkpoint);
         let average = ck.join(format!("{which}.safetensors"));
-        let updates = state.average_updates(which);
+        let updates = average_updates(&state, which);
         if updates == 0 || !average.exists() {
             return Err(self.no_average(which, &ck));
         }
@@ -179,36 +179,20 @@ impl RunDir {
     }
 }
 
-/// `state.json`: what a resume needs besides the checkpoint files: the driver's state
-/// ([`DriverState`](classwise_core::driver::DriverState)) with the checkpoint's name.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunState {
-    pub completed_epochs: usize,
-    /// Directory under `checkpoints/` holding the last epoch's files.
-    pub checkpoint: String,
-    /// The class-wise rule's state after the last completed epoch.
-    pub rule: serde_json::Value,
-    /// The hooks' fields: `selection` (each track's selector), `ema_updates` and
-    /// `fawa_updates` (the epochs that changed each average; 0: it holds nothing).
-    #[serde(flatten)]
-    pub hooks: serde_json::Map<String, serde_json::Value>,
+/// `state.json`: the driver's state with its checkpoint's name, a record of `classwise_core`
+/// ([`classwise_core::record::state`]).
+pub use classwise_core::record::RunState;
+
+/// Reads and checks `state.json` at `path`.
+pub(crate) fn load_state(path: &Path) -> Result<RunState> {
+    let text = std::fs::read_to_string(path).at("reading", path)?;
+    Ok(RunState::parse(&text, &path.display().to_string())?)
 }
 
-impl RunState {
-    /// The updates of the weight average `name` (`ema`, `fawa`) recorded by its hook.
-    pub(crate) fn average_updates(&self, name: &str) -> usize {
-        let field = self.hooks.get(&updates_field(name));
-        field.and_then(serde_json::Value::as_u64).unwrap_or(0) as usize
-    }
-
-    pub(crate) fn load(path: &Path) -> Result<RunState> {
-        let text = std::fs::read_to_string(path).at("reading", path)?;
-        serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
-            path: path.to_path_buf(),
-            offset: None,
-            reason: format!("not a run state: {e}"),
-        })
-    }
+/// The updates of the weight average `name` (`ema`, `fawa`) its hook recorded in `state`.
+pub(crate) fn average_updates(state: &RunState, name: &str) -> usize {
+    let field = state.driver.hooks.get(&updates_field(name));
+    field.and_then(serde_json::Value::as_u64).unwrap_or(0) as usize
 }
 
 /// The `state.json` field counting the updates of the weight average `name` (`ema`, `fawa`).

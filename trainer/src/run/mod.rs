@@ -51,7 +51,7 @@ mod tracks;
 use std::path::{Path, PathBuf};
 
 use classwise_core::average::Averaging;
-use classwise_core::driver::{Driver, Hook, Outcome};
+use classwise_core::driver::{Driver, DynHook, Outcome, boxed};
 use classwise_core::select::Selector;
 
 pub use crate::attack::Eps;
@@ -63,8 +63,8 @@ pub use seeds::report_seed;
 use crate::error::Result;
 use crate::eval::Report;
 use backend::Trainer;
-use hooks::{CheckpointPruner, FinalReport, MetricsSink, WriteSelection};
-use tracks::{AveragedTrack, Averages, RawSelection, SelectionTrack};
+use hooks::{CheckpointPruner, FinalReport, MetricsSink};
+use tracks::{AveragedTrack, SelectionTrack, Tracks};
 
 /// How `train` treats an existing run directory.
 #[derive(Clone, Debug, Default)]
@@ -138,10 +138,11 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
     })
 }
 
-/// The hooks of a run, in the order they see every epoch: the final report, the raw model's
-/// selection, the averages (which fill in their part of the record), the metrics line (which
-/// writes the record), the pruning of older checkpoints, `selection.json`.
-fn hooks<'a>(config: &RunConfig, dir: &RunDir) -> Result<Vec<Box<dyn Hook<Trainer<'a>>>>> {
+/// The hooks of a run: the final report, the tracks (the raw model's selection and the
+/// averages with theirs), the metrics line, the pruning of older checkpoints. The driver's
+/// phases order what they do: the tracks' parts are in the record before the metrics line is
+/// written, and `selection.json` is written by the backend after every hook finished.
+fn hooks<'a>(config: &RunConfig, dir: &RunDir) -> Result<Vec<Box<dyn DynHook<Trainer<'a>>>>> {
     let checkpoints = dir.0.join("checkpoints");
     let selector = || Selector::new(config.select, config.epochs);
     let averages = (config.ema.map(Averaging::Ema).into_iter())
@@ -149,15 +150,12 @@ fn hooks<'a>(config: &RunConfig, dir: &RunDir) -> Result<Vec<Box<dyn Hook<Traine
         .map(|a| AveragedTrack::new(a, selector()?, checkpoints.clone()))
         .collect::<Result<Vec<_>>>()?;
     let raw = SelectionTrack::new("raw", selector()?, checkpoints);
+    let every = config.checkpoint.every;
     Ok(vec![
-        Box::new(FinalReport),
-        Box::new(RawSelection(raw)),
-        Box::new(Averages(averages)),
-        Box::new(MetricsSink),
-        Box::new(CheckpointPruner {
-            every: config.checkpoint.every,
-        }),
-        Box::new(WriteSelection),
+        boxed(FinalReport),
+        boxed(Tracks { raw, averages }),
+        boxed(MetricsSink),
+        boxed(CheckpointPruner { every }),
     ])
 }
 

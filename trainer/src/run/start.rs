@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::backend::Trainer;
 use super::config::{InitFrom, RunConfig};
-use super::dir::{self, MidEpoch, RunDir, RunState};
+use super::dir::{self, MidEpoch, RunDir, RunState, load_state};
 use super::{TrainOptions, data, log};
 use crate::error::{IoContext, Result, invalid};
 use crate::io::write_json;
@@ -53,9 +53,9 @@ impl Resume {
         let state = dir
             .state()
             .exists()
-            .then(|| RunState::load(&dir.state()))
+            .then(|| load_state(&dir.state()))
             .transpose()?;
-        let epoch = state.as_ref().map_or(0, |s| s.completed_epochs);
+        let epoch = state.as_ref().map_or(0, |s| s.driver.completed_epochs);
         // A mid-epoch checkpoint of an earlier epoch (a crash after the epoch's checkpoint, before
         // the record was removed) is superseded.
         let mid = match dir.interrupted().exists() {
@@ -77,13 +77,13 @@ impl Resume {
         }
         let state = self.state.as_ref();
         Start::Resume {
-            epoch: state.map_or(0, |s| s.completed_epochs),
+            epoch: state.map_or(0, |s| s.driver.completed_epochs),
             rule: match (&self.mid, state) {
                 (Some(m), _) => m.rule.clone(),
-                (None, Some(s)) => s.rule.clone(),
+                (None, Some(s)) => s.driver.rule.clone(),
                 (None, None) => serde_json::Value::Null,
             },
-            hooks: state.map(|s| s.hooks.clone()).unwrap_or_default(),
+            hooks: state.map(|s| s.driver.hooks.clone()).unwrap_or_default(),
         }
     }
 }
@@ -128,7 +128,10 @@ pub(crate) fn prepare(
     }
     std::fs::create_dir_all(&dir.0).at("creating", &dir.0)?;
     crate::io::write_atomic(&dir.config(), config.to_toml()?.as_bytes())?;
-    let epoch = resume.state.as_ref().map_or(0, |s| s.completed_epochs);
+    let epoch = resume
+        .state
+        .as_ref()
+        .map_or(0, |s| s.driver.completed_epochs);
     let step = resume.mid.as_ref().map_or(0, |m| m.progress.next_step);
     let session = dir::session(config, device, opts, epoch, step);
     dir::record_session(&dir.env(), session, !resume.is_fresh())
@@ -168,7 +171,10 @@ pub(crate) fn trainer<'a>(
         model.load_weights(&ck.join("model.safetensors"))?;
         sgd.load(&ck.join("optimizer.safetensors"))?;
     }
-    let completed = resume.state.as_ref().map_or(0, |s| s.completed_epochs);
+    let completed = resume
+        .state
+        .as_ref()
+        .map_or(0, |s| s.driver.completed_epochs);
     log::truncate_metrics(&dir.metrics(), completed)?;
     let mut trainer = Trainer::new(config, opts, dir, device, data, model, sgd, resume.mid)?;
     trainer.resumed_checkpoint = committed;

@@ -1,31 +1,56 @@
-//! The models a run selects from, as driver hooks: the raw model ([`RawSelection`]) and its
-//! weight averages (`[ema]`, `[fawa]`: [`Averages`]), each average driven by a
+//! The models a run selects from, as one driver hook ([`Tracks`]): the raw model and its weight
+//! averages (`[ema]`, `[fawa]`), each average driven by a
 //! `classwise_core::average::Averager` and applied to the whole state (BN statistics included)
 //! by a [`WeightAverage`]. Every track has its own model selection ([`SelectionTrack`]), as
 //! `PKU-ML/CFA:train.py` keeps candidates for the raw, EMA and FAWA models apart.
 //!
-//! Their fields of `state.json`: `selection.<track>` (each track's selector) and
-//! `<average>_updates` (the epochs that changed each average; 0 when it holds nothing).
+//! Their typed state ([`TracksState`], the fields of `state.json`): `selection.<track>` (each
+//! track's selector) and `<average>_updates` (the epochs that changed each average; 0 when it
+//! holds nothing).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use classwise_core::Needs;
 use classwise_core::average::{Averager, Averaging};
-use classwise_core::driver::{Cleanup, EpochEnd, Hook};
-use classwise_core::record::{AveragingRecord, EpochRecord};
+use classwise_core::driver::{Cleanup, EpochView, Hook};
+use classwise_core::record::{AveragingRecord, EpochRecord, SelectedTrack, SelectionNote};
 use classwise_core::select::{EpochScore, Selector};
 use classwise_theory::calibration::AverageAction;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
 
-use super::backend::{Trainer, checkpoint_name};
-use super::dir::updates_field;
+use super::backend::{Finished, RecordPart, Trainer, checkpoint_name};
 use super::log::split_record;
 use super::report::{write_report, write_selected_report};
 use super::seeds::EvalSplit;
-use crate::error::{IoContext, Result, TrainerError};
+use crate::error::{IoContext, Result};
 use crate::model::Model;
 use crate::train::WeightAverage;
-use classwise_core::record::{SelectedTrack, SelectionNote};
+
+/// The tracks' part of `state.json`. Files written before a field existed read with its
+/// default (a track without a saved selector starts afresh, an average without a count holds
+/// nothing).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct TracksState {
+    /// Each track's selector, by track name (`raw`, `ema`, `fawa`).
+    #[serde(default)]
+    pub selection: BTreeMap<String, Selector>,
+    /// The epochs that changed each average (0: it holds nothing); both always written.
+    #[serde(default)]
+    pub ema_updates: usize,
+    #[serde(default)]
+    pub fawa_updates: usize,
+}
+
+impl TracksState {
+    /// The updates of the average `name` (`ema`, `fawa`).
+    pub fn updates(&self, name: &str) -> usize {
+        match name {
+            "ema" => self.ema_updates,
+            _ => self.fawa_updates,
+        }
+    }
+}
 
 /// The model selection of one track: its [`Selector`] and where its candidates' weights live.
 pub(crate) struct SelectionTrack {
@@ -68,29 +93,11 @@ impl SelectionTrack {
         Ok(())
     }
 
-    /// Reads `selection.<name>` back from the fields of `state` (the file, for errors), when the
-    /// state has it.
-    fn restore(&mut self, fields: &Map<String, Value>, state: &Path) -> Result<()> {
-        let Some(saved) = fields.get("selection").and_then(|s| s.get(self.name)) else {
-            return Ok(());
-        };
-        self.selector =
-            serde_json::from_value(saved.clone()).map_err(|e| TrainerError::BadData {
-                path: state.to_path_buf(),
-                offset: None,
-                reason: format!("`selection.{}` is not a selection state: {e}", self.name),
-            })?;
-        Ok(())
-    }
-
-    /// `selection.<name>`.
-    fn save(&self) -> Result<Map<String, Value>> {
-        let selector =
-            serde_json::to_value(&self.selector).map_err(|source| TrainerError::Json {
-                what: "selection state",
-                source,
-            })?;
-        Ok(object(json!({ "selection": { self.name: selector } })))
+    /// Takes its selector back from a resumed run's state, when the state has it.
+    fn restore(&mut self, state: &TracksState) {
+        if let Some(saved) = state.selection.get(self.name) {
+            self.selector = saved.clone();
+        }
     }
 
     /// The dropped candidates, to delete now that a state without them is committed.
@@ -100,8 +107,8 @@ impl SelectionTrack {
 
     /// Chooses the track's model (comparing the candidates under the final attack when the
     /// strategy asks for it), writes it as `best<suffix>.safetensors` with its
-    /// `report-best<suffix>` and records the choice.
-    fn finish(&self, t: &mut Trainer<'_>) -> Result<()> {
+    /// `report-best<suffix>`, and returns the choice for `selection.json`.
+    fn finish(&self, t: &Trainer<'_>) -> Result<SelectedTrack> {
         let suffix = match self.name {
             "raw" => String::new(),
             name => format!("-{name}"),
@@ -137,62 +144,12 @@ impl SelectionTrack {
             };
             write_selected_report(&t.dir, &format!("report-best{suffix}"), &report, note)?;
         }
-        t.selected.push(SelectedTrack {
+        Ok(SelectedTrack {
             track: self.name.to_owned(),
             epoch: chosen,
             candidates: self.selector.candidates.clone(),
             final_scores,
-        });
-        Ok(())
-    }
-}
-
-/// The map of a JSON object built with `json!`.
-fn object(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
-/// The raw model's selection, scored on `checkpoint.best_split`.
-pub(crate) struct RawSelection(pub SelectionTrack);
-
-impl Hook<Trainer<'_>> for RawSelection {
-    fn needs(&self, _epoch: usize) -> Needs {
-        self.0.selector.strategy.needs()
-    }
-
-    fn restore(&mut self, t: &mut Trainer<'_>, fields: &Map<String, Value>) -> Result<()> {
-        self.0.restore(fields, &t.dir.state())
-    }
-
-    fn after_epoch(
-        &mut self,
-        t: &mut Trainer<'_>,
-        end: &mut EpochEnd<'_, EpochRecord>,
-    ) -> Result<()> {
-        let split = match t.best_split {
-            "val" => &end.record.val,
-            _ => &end.record.test,
-        };
-        let score = EpochScore {
-            avg_plus_worst: split.as_ref().map(|s| s.score()),
-            val_costs: end.stats.val_costs.clone(),
-        };
-        self.0.offer(end.epoch, &score, &t.model)
-    }
-
-    fn save(&self, _t: &mut Trainer<'_>, _epoch: usize) -> Result<Map<String, Value>> {
-        self.0.save()
-    }
-
-    fn after_checkpoint(&mut self, _epoch: usize) -> Vec<Cleanup> {
-        self.0.cleanup()
-    }
-
-    fn finish(&mut self, t: &mut Trainer<'_>) -> Result<()> {
-        self.0.finish(t)
+        })
     }
 }
 
@@ -233,47 +190,49 @@ impl AveragedTrack {
 
     /// Decides and applies the average after the epoch's validation (CFA Algorithm 1), then
     /// evaluates the average on the test subset and offers it to its selection when the epoch
-    /// is evaluated.
-    fn after_epoch(&mut self, t: &Trainer<'_>, end: &mut EpochEnd<'_, EpochRecord>) -> Result<()> {
-        let val_robust = end.record.val.as_ref().map(|v| v.robust.as_slice());
-        let decision = self.averager.decide(end.epoch, val_robust)?;
+    /// is evaluated; returns its parts of the record.
+    fn after_epoch(
+        &mut self,
+        t: &Trainer<'_>,
+        epoch: usize,
+        record: &EpochRecord,
+    ) -> Result<Vec<RecordPart>> {
+        let val_robust = record.val.as_ref().map(|v| v.robust.as_slice());
+        let decision = self.averager.decide(epoch, val_robust)?;
         self.weights.apply(decision.action, t.model.var_store());
         if decision.action != AverageAction::Keep {
             self.fresh = false;
         }
-        end.record.averaging.push(AveragingRecord {
+        let mut parts = vec![RecordPart::Averaging(AveragingRecord {
             name: self.name().to_owned(),
             action: decision.action,
             gate_value: decision.gate_value,
             updates: self.averager.state.updates,
-        });
+        })];
         if !t.clock.evaluate_now {
-            return Ok(());
+            return Ok(parts);
         }
         let Some(model) = refreshed(&mut self.model, &mut self.fresh, &self.weights, &t.model)?
         else {
-            return Ok(());
+            return Ok(parts);
         };
-        let test = split_record(&t.eval_split(model, end.epoch, EvalSplit::Test)?);
+        let test = split_record(&t.eval_split(model, epoch, EvalSplit::Test)?);
         // WAT's output rule scores the average by its own validation costs.
         let val_costs = match self.selection.selector.strategy.needs().val_costs {
-            true => t.val_costs(model, end.epoch)?,
+            true => t.val_costs(model, epoch)?,
             false => None,
         };
         let score = EpochScore {
             avg_plus_worst: Some(test.score()),
             val_costs,
         };
-        self.selection.offer(end.epoch, &score, model)?;
-        match self.name() {
-            "ema" => end.record.ema_test = Some(test),
-            _ => end.record.fawa_test = Some(test),
-        }
-        Ok(())
+        self.selection.offer(epoch, &score, model)?;
+        parts.push(RecordPart::AverageTest(self.name(), test));
+        Ok(parts)
     }
 
-    /// Writes the average's report and its selection's.
-    fn finish(&mut self, t: &mut Trainer<'_>) -> Result<()> {
+    /// Writes the average's report and its selection's; returns the selection's choice.
+    fn finish(&mut self, t: &Trainer<'_>) -> Result<SelectedTrack> {
         let name = self.name();
         if let Some(m) = refreshed(&mut self.model, &mut self.fresh, &self.weights, &t.model)? {
             write_report(&t.dir, &format!("report-{name}"), &t.final_eval(m)?)?;
@@ -307,61 +266,92 @@ fn refreshed<'m>(
     Ok(Some(slot.insert(m)))
 }
 
-/// The run's weight averages (`[ema]`, then `[fawa]`).
-pub(crate) struct Averages(pub Vec<AveragedTrack>);
+/// The run's tracks: the raw model's selection, scored on `checkpoint.best_split`, and the
+/// weight averages (`[ema]`, then `[fawa]`) with theirs.
+pub(crate) struct Tracks {
+    pub raw: SelectionTrack,
+    pub averages: Vec<AveragedTrack>,
+}
 
-impl Hook<Trainer<'_>> for Averages {
+impl Tracks {
+    /// Offers the raw model of the epoch to its selection, scored on the best split's record.
+    fn offer_raw(&mut self, end: &EpochView<'_, Trainer<'_>>) -> Result<()> {
+        let t = end.backend;
+        let split = match t.best_split {
+            "val" => &end.record.val,
+            _ => &end.record.test,
+        };
+        let score = EpochScore {
+            avg_plus_worst: split.as_ref().map(|s| s.score()),
+            val_costs: end.stats.val_costs.clone(),
+        };
+        self.raw.offer(end.epoch, &score, &t.model)
+    }
+}
+
+impl Hook<Trainer<'_>> for Tracks {
+    type State = TracksState;
+
     fn needs(&self, _epoch: usize) -> Needs {
-        (self.0.iter()).fold(Needs::default(), |n, a| n.or(a.averager.needs()))
+        let raw = self.raw.selector.strategy.needs();
+        (self.averages.iter()).fold(raw, |n, a| n.or(a.averager.needs()))
     }
 
-    fn restore(&mut self, t: &mut Trainer<'_>, fields: &Map<String, Value>) -> Result<()> {
-        for avg in &mut self.0 {
-            let updates = fields
-                .get(&updates_field(avg.name()))
-                .and_then(Value::as_u64);
-            let updates = updates.unwrap_or(0) as usize;
+    fn restore(&mut self, t: &Trainer<'_>, state: TracksState) -> Result<()> {
+        self.raw.restore(&state);
+        for avg in &mut self.averages {
+            let updates = state.updates(avg.name());
             avg.averager.state.updates = updates;
             if let (true, Some(ck)) = (updates > 0, &t.resumed_checkpoint) {
                 avg.weights = WeightAverage::load(&avg.file(ck), updates)?;
             }
-            avg.selection.restore(fields, &t.dir.state())?;
+            avg.selection.restore(&state);
         }
         Ok(())
     }
 
-    fn after_epoch(
-        &mut self,
-        t: &mut Trainer<'_>,
-        end: &mut EpochEnd<'_, EpochRecord>,
-    ) -> Result<()> {
-        self.0
-            .iter_mut()
-            .try_for_each(|avg| avg.after_epoch(t, end))
+    fn after_epoch(&mut self, end: &EpochView<'_, Trainer<'_>>) -> Result<Vec<RecordPart>> {
+        self.offer_raw(end)?;
+        let mut parts = Vec::new();
+        for avg in &mut self.averages {
+            parts.extend(avg.after_epoch(end.backend, end.epoch, end.record)?);
+        }
+        Ok(parts)
     }
 
-    /// Both counters are always written (0 for an average the run does not keep).
-    fn save(&self, t: &mut Trainer<'_>, epoch: usize) -> Result<Map<String, Value>> {
+    /// Writes each average's weights into the checkpoint; both counters are always in the
+    /// state (0 for an average the run does not keep).
+    fn save(&self, t: &Trainer<'_>, epoch: usize) -> Result<TracksState> {
         let checkpoint = t.dir.checkpoint(&checkpoint_name(epoch));
-        let mut fields = object(json!({ updates_field("ema"): 0, updates_field("fawa"): 0 }));
-        for avg in &self.0 {
+        let mut state = TracksState::default();
+        let selection = |s: &SelectionTrack| (s.name.to_owned(), s.selector.clone());
+        state.selection.extend([selection(&self.raw)]);
+        for avg in &self.averages {
             if avg.weights.is_initialized() {
                 avg.weights.save(&avg.file(&checkpoint))?;
             }
-            fields.insert(updates_field(avg.name()), json!(avg.averager.state.updates));
-            classwise_core::driver::merge(&mut fields, avg.selection.save()?)?;
+            match avg.name() {
+                "ema" => state.ema_updates = avg.averager.state.updates,
+                _ => state.fawa_updates = avg.averager.state.updates,
+            }
+            state.selection.extend([selection(&avg.selection)]);
         }
-        Ok(fields)
+        Ok(state)
     }
 
     fn after_checkpoint(&mut self, _epoch: usize) -> Vec<Cleanup> {
-        self.0
-            .iter_mut()
-            .flat_map(|avg| avg.selection.cleanup())
-            .collect()
+        let averages = self.averages.iter_mut().flat_map(|a| a.selection.cleanup());
+        let mut all: Vec<Cleanup> = self.raw.cleanup();
+        all.extend(averages);
+        all
     }
 
-    fn finish(&mut self, t: &mut Trainer<'_>) -> Result<()> {
-        self.0.iter_mut().try_for_each(|avg| avg.finish(t))
+    /// Each track's choice, the raw model's first.
+    fn finish(&mut self, t: &Trainer<'_>) -> Result<Vec<Finished>> {
+        let mut chosen = vec![Finished::Selected(self.raw.finish(t)?)];
+        for avg in &mut self.averages {
+            chosen.push(Finished::Selected(avg.finish(t)?));
+        }
+        Ok(chosen)
     }
 }

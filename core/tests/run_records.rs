@@ -1,6 +1,7 @@
-//! `selection.json`: every file the committed study runs wrote (schema 1, before `schema`
-//! existed) reads, a file reads back as written at the current schema, and a chosen epoch
-//! outside its track's candidates or a newer schema is refused naming the field.
+//! A run's `selection.json` and `state.json`: every `selection.json` the committed study runs
+//! wrote (schema 1, before `schema` existed) reads, a schema-1 `state.json` reads with its hook
+//! fields, both read back as written at the current schema, and bad files are refused naming
+//! the field.
 
 use std::path::Path;
 
@@ -68,6 +69,50 @@ fn bad_selections_are_refused_naming_the_field() {
     ];
     for (text, field) in cases {
         let e = SelectionRecord::parse(&text, "s.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(field), "{field}: {e}");
+    }
+}
+
+/// A `state.json` in the format the trainer wrote until 2026-11-28 (schema 1: no `schema`),
+/// shortened: its rule state and selector cut down.
+const STATE_1: &str = r#"{"completed_epochs":3,"checkpoint":"e0002","rule":{"prev_train_robust":[0.1,0.5]},"ema_updates":3,"fawa_updates":0,"selection":{"raw":{"epochs":3}}}"#;
+
+#[test]
+fn a_schema_1_run_state_reads_and_round_trips_with_its_hook_fields() {
+    use classwise_core::record::{RunState, STATE_SCHEMA};
+    let mut s = RunState::parse(STATE_1, "state.json").unwrap();
+    assert_eq!((s.schema, s.checkpoint.as_str()), (1, "e0002"));
+    assert_eq!(s.driver.completed_epochs, 3);
+    assert_eq!(s.driver.rule["prev_train_robust"][1], 0.5);
+    // Every field besides the driver's own is a hook's, kept for the hooks to read.
+    let hooks: Vec<&str> = s.driver.hooks.keys().map(String::as_str).collect();
+    assert_eq!(hooks, ["ema_updates", "fawa_updates", "selection"]);
+    s.schema = STATE_SCHEMA;
+    let text = serde_json::to_string(&s).unwrap();
+    assert_eq!(RunState::parse(&text, "again").unwrap(), s);
+}
+
+#[test]
+fn a_bad_run_state_is_refused_naming_the_field() {
+    use classwise_core::record::RunState;
+    let cases = [
+        (
+            STATE_1.replace("\"completed_epochs\":3", "\"completed_epochs\":0"),
+            "state.json: completed_epochs",
+        ),
+        (
+            STATE_1.replacen('{', r#"{"schema":7,"#, 1),
+            "state.json: schema",
+        ),
+        (
+            STATE_1.replace("\"checkpoint\":\"e0002\",", ""),
+            "not a run state",
+        ),
+    ];
+    for (text, field) in cases {
+        let e = RunState::parse(&text, "state.json")
             .unwrap_err()
             .to_string();
         assert!(e.contains(field), "{field}: {e}");
