@@ -344,6 +344,8 @@ fn multiclass(a: &MulticlassArgs) -> anyhow::Result<()> {
         })?;
     }
     config.seed = a.seed.unwrap_or(config.seed);
+    // Ctrl-C or SIGTERM stop the run between epochs, through the driver, with a message.
+    classwise_core::interrupt::install()?;
     let report = run(&config)?;
     let json = serde_json::to_string_pretty(&report)?;
     if let Some(path) = &a.out {

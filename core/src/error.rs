@@ -68,6 +68,10 @@ pub enum CoreError {
     #[error("{what}: not a run configuration written by `classwise train`: {message}")]
     Config { what: String, message: String },
 
+    /// A signal handler that could not be installed ([`crate::interrupt`]).
+    #[error("installing a handler for signal {signal}: {message}")]
+    Signal { signal: i32, message: String },
+
     /// A file that could not be read.
     #[error("reading {path}: {message}")]
     Read { path: String, message: String },

@@ -18,6 +18,7 @@ pub mod average;
 pub mod driver;
 pub mod error;
 pub mod eval;
+pub mod interrupt;
 pub mod io;
 pub mod name;
 pub mod plan;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use classwise_core::driver::{
     Backend, Cleanup, Driver, DriverState, EpochStart, EpochView, Hook, Measurement, Outcome,
-    Start, boxed, join,
+    Start, Stop, boxed, join,
 };
 use classwise_core::{ClassPlan, ClassRule, ClassStats, CoreError, Needs};
 use serde::{Deserialize, Serialize};
@@ -64,10 +64,10 @@ impl ClassRule for CountingRule {
     }
 }
 
-/// Logs every call; stops inside `interrupt_in` if set; keeps the committed states.
+/// Logs every call; stops an epoch when the driver's stop says so before its first batch;
+/// keeps the committed states.
 struct LogBackend {
     log: Log,
-    interrupt_in: Option<usize>,
     committed: Vec<DriverState>,
 }
 
@@ -98,7 +98,7 @@ impl Backend for LogBackend {
             .lock()
             .unwrap()
             .push(format!("train {e} from rule {}", start.rule_at_start));
-        Ok((self.interrupt_in != Some(e)).then_some(e))
+        Ok((!start.stop_before(0)).then_some(e))
     }
     fn measure_initial(&mut self, needs: Needs) -> Result<ClassStats, CoreError> {
         self.log
@@ -233,13 +233,13 @@ fn driver(log: &Log, epochs: usize, stop_after: Option<usize>) -> Driver<'static
         ],
         epochs,
         stop_after,
+        stop: Stop::default(),
     }
 }
 
-fn backend(log: &Log, interrupt_in: Option<usize>) -> LogBackend {
+fn backend(log: &Log) -> LogBackend {
     LogBackend {
         log: log.clone(),
-        interrupt_in,
         committed: Vec::new(),
     }
 }
@@ -247,7 +247,7 @@ fn backend(log: &Log, interrupt_in: Option<usize>) -> LogBackend {
 #[test]
 fn a_fresh_run_follows_the_documented_order() {
     let log = Log::default();
-    let mut b = backend(&log, None);
+    let mut b = backend(&log);
     let outcome = driver(&log, 2, None)
         .run(&mut b, Start::Fresh)
         .expect("runs");
@@ -293,7 +293,7 @@ fn a_fresh_run_follows_the_documented_order() {
 #[test]
 fn a_resume_restores_instead_of_initialising_and_matches_an_uninterrupted_run() {
     let log = Log::default();
-    let mut first = backend(&log, None);
+    let mut first = backend(&log);
     let stopped = driver(&log, 3, Some(1))
         .run(&mut first, Start::Fresh)
         .expect("runs");
@@ -306,7 +306,7 @@ fn a_resume_restores_instead_of_initialising_and_matches_an_uninterrupted_run() 
     assert!(!log.lock().unwrap().iter().any(|l| l.starts_with("finish")));
     let state = first.committed.last().expect("one commit").clone();
     log.lock().unwrap().clear();
-    let mut second = backend(&log, None);
+    let mut second = backend(&log);
     let start = Start::Resume {
         epoch: state.completed_epochs,
         rule: state.rule.clone(),
@@ -322,7 +322,7 @@ fn a_resume_restores_instead_of_initialising_and_matches_an_uninterrupted_run() 
         ["restore rule 1", "restore a 1", "restore b 1", "plan 1"]
     );
     assert!(!lines.iter().any(|l| l.contains("initial")));
-    let mut whole = backend(&Log::default(), None);
+    let mut whole = backend(&Log::default());
     driver(&Log::default(), 3, None)
         .run(&mut whole, Start::Fresh)
         .expect("runs");
@@ -332,10 +332,11 @@ fn a_resume_restores_instead_of_initialising_and_matches_an_uninterrupted_run() 
 #[test]
 fn an_epoch_stopped_inside_commits_nothing_for_it() {
     let log = Log::default();
-    let mut b = backend(&log, Some(1));
-    let outcome = driver(&log, 3, None)
-        .run(&mut b, Start::Fresh)
-        .expect("runs");
+    let mut b = backend(&log);
+    let mut d = driver(&log, 3, None);
+    // The driver's stop point before epoch 1's first batch: the backend asks, the epoch stops.
+    d.stop = Stop { at: Some((1, 0)) };
+    let outcome = d.run(&mut b, Start::Fresh).expect("runs");
     assert_eq!(outcome, Outcome::Interrupted { epoch: 1 });
     assert_eq!(b.committed.len(), 1);
     assert_eq!(
@@ -378,7 +379,7 @@ fn a_resumed_state_that_does_not_fit_a_hook_is_refused() {
         hooks,
     };
     let err = driver(&log, 3, None)
-        .run(&mut backend(&log, None), start)
+        .run(&mut backend(&log), start)
         .expect_err("a count that is not a number");
     let text = err.to_string();
     assert!(

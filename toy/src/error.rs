@@ -23,6 +23,18 @@ pub enum ToyError {
         got: usize,
     },
 
+    /// A run stopped by a signal (or a test's stop point) before 0-based `epoch`; the toy
+    /// keeps no checkpoint, so it is run again from the start.
+    #[error(
+        "the toy run was interrupted{} before epoch {}; it keeps no checkpoint: run it again",
+        signal.as_ref().map(|s| format!(" by {s}")).unwrap_or_default(),
+        epoch + 1
+    )]
+    Interrupted {
+        epoch: usize,
+        signal: Option<String>,
+    },
+
     /// A file that could not be read or is not what it should be.
     #[error("{path}: {reason}")]
     File {

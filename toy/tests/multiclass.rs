@@ -773,3 +773,25 @@ fn shorter_presets_scale_their_epoch_settings() {
     }
     short.validate().unwrap();
 }
+
+/// The driver's stop reaches the toy (its backend asks before every epoch): a run stopped
+/// before epoch 3 is an error naming that epoch, and trains nothing further.
+#[test]
+fn a_stopped_toy_run_is_an_error_naming_the_epoch() {
+    use classwise_core::driver::Stop;
+    let config = RunConfig::preset_with_epochs(Method::At, 4);
+    let stop = Stop { at: Some((2, 0)) };
+    let err = run_until(&config, stop).unwrap_err();
+    assert_eq!(
+        err,
+        ToyError::Interrupted {
+            epoch: 2,
+            signal: None
+        }
+    );
+    assert!(err.to_string().contains("before epoch 3"), "{err}");
+    assert_eq!(
+        run_until(&config, Stop::default()).unwrap().history.len(),
+        4
+    );
+}

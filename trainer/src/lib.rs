@@ -15,7 +15,6 @@ pub mod doctor;
 pub mod error;
 pub mod eval;
 pub mod gradcheck;
-pub mod interrupt;
 pub mod io;
 pub mod loss;
 pub mod model;
@@ -27,6 +26,7 @@ pub mod seed;
 pub mod sweep;
 pub mod train;
 
+pub use classwise_core::interrupt;
 pub use error::{Result, TrainerError};
 pub use tch;
 

@@ -17,6 +17,33 @@ pub struct EpochStart<'a> {
     /// The rule's state as the epoch began, before its plan was drawn: what a backend that
     /// stops inside the epoch saves, so that a resume redraws the same plan.
     pub rule_at_start: &'a Value,
+    /// When the run is asked to stop ([`Stop`]).
+    pub stop: &'a Stop,
+}
+
+impl EpochStart<'_> {
+    /// Whether the backend should stop before batch `step` of this epoch: a signal came
+    /// ([`crate::interrupt`]), or the run's stop point is here. Every backend asks this, at the
+    /// batches it can stop before (the toy at the epoch's start, the trainer at every batch).
+    pub fn stop_before(&self, step: usize) -> bool {
+        self.stop.requested(self.epoch, step)
+    }
+}
+
+/// When a run stops early: on a signal (SIGTERM, SIGUSR1, SIGINT; [`crate::interrupt`]), and,
+/// for tests of mid-epoch resume, before a given batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stop {
+    /// Stop before batch `step` of 0-based epoch `epoch`, `(epoch, step)`, as a signal arriving
+    /// there would.
+    pub at: Option<(usize, usize)>,
+}
+
+impl Stop {
+    /// Whether to stop before batch `step` of `epoch`.
+    pub fn requested(&self, epoch: usize, step: usize) -> bool {
+        crate::interrupt::requested() || self.at == Some((epoch, step))
+    }
 }
 
 /// Where a backend's model is trained and measured: the multi-class toy's linear model
@@ -46,8 +73,8 @@ pub trait Backend {
     /// selected model.
     type Output;
 
-    /// Trains one epoch under `start.plan`; `None` when the epoch stopped before its end (a
-    /// signal): the backend has saved what a resume needs.
+    /// Trains one epoch under `start.plan`; `None` when it stopped before its end because
+    /// [`EpochStart::stop_before`] said so: the backend has saved what a resume needs.
     fn train_epoch(&mut self, start: &EpochStart<'_>)
     -> Result<Option<Self::Trained>, Self::Error>;
 

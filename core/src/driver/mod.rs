@@ -21,7 +21,7 @@ mod backend;
 mod hook;
 mod state;
 
-pub use backend::{Backend, Cleanup, EpochStart, Measurement};
+pub use backend::{Backend, Cleanup, EpochStart, Measurement, Stop};
 pub use hook::{DynHook, EpochView, Hook, NoState, boxed};
 pub use state::{DriverState, join};
 
@@ -50,7 +50,8 @@ pub enum Outcome {
     Completed,
     /// Stopped after this many completed epochs ([`Driver::stop_after`]); nothing finished.
     Stopped { completed_epochs: usize },
-    /// The backend stopped inside this 0-based epoch (a signal) and saved its progress.
+    /// The backend stopped inside this 0-based epoch ([`Stop`]: a signal) and saved what a
+    /// resume needs.
     Interrupted { epoch: usize },
 }
 
@@ -63,6 +64,8 @@ pub struct Driver<'h, B: Backend> {
     /// Stop after this many completed epochs, as a kill there would (for tests of resume and
     /// for splitting a run into sessions).
     pub stop_after: Option<usize>,
+    /// When to stop inside an epoch: on a signal, for every backend ([`Stop`]).
+    pub stop: Stop,
 }
 
 impl<B: Backend> Driver<'_, B> {
@@ -116,6 +119,7 @@ impl<B: Backend> Driver<'_, B> {
             epoch,
             plan: &plan,
             rule_at_start: &rule_at_start,
+            stop: &self.stop,
         };
         let Some(trained) = backend.train_epoch(&start)? else {
             return Ok(false);

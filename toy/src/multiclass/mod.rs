@@ -60,4 +60,4 @@ pub use data::{DATA_PRESETS, Dataset, Split, Splits, ToyData};
 pub use loss::Base;
 pub use model::Linear;
 pub use report::{EpochRecord, ModelReport, RunReport, SelectedReport};
-pub use run::run;
+pub use run::{run, run_until};

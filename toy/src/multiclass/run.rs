@@ -4,7 +4,7 @@
 
 use classwise_core::average::{Averager, Averaging};
 use classwise_core::driver::{
-    Backend, Driver, EpochStart, EpochView, Hook, Measurement, NoState, Start, boxed,
+    Backend, Driver, EpochStart, EpochView, Hook, Measurement, NoState, Outcome, Start, Stop, boxed,
 };
 use classwise_core::select::{EpochScore, Selection, Selector};
 use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
@@ -99,7 +99,12 @@ impl Backend for Toy<'_> {
     type Part = Part;
     type Output = Finished;
 
+    /// The whole epoch, unless a stop was asked for before it began (the toy keeps no
+    /// checkpoint, so it stops only between epochs).
     fn train_epoch(&mut self, start: &EpochStart<'_>) -> Result<Option<EpochStats>> {
+        if start.stop_before(0) {
+            return Ok(None);
+        }
         let (config, epoch) = (self.config, start.epoch as u64);
         let mut rng = EpochRng {
             shuffle: stream(config.seed, stream_id(TAG_SHUFFLE, 0, epoch)),
@@ -296,6 +301,12 @@ impl Hook<Toy<'_>> for History {
 /// the class-wise rule, evaluate every epoch, and report (see [`RunReport`]). Deterministic in
 /// `config` (single-threaded; every random draw comes from a named stream of `config.seed`).
 pub fn run(config: &RunConfig) -> Result<RunReport> {
+    run_until(config, Stop::default())
+}
+
+/// [`run`], stopping as `stop` says (a signal, or a test's stop point): an interrupted toy run
+/// is an error naming the epoch (it keeps no checkpoint to resume from).
+pub fn run_until(config: &RunConfig, stop: Stop) -> Result<RunReport> {
     config.validate()?;
     let splits = config.data.sample(config.seed)?;
     let k = config.data.n_classes;
@@ -326,8 +337,12 @@ pub fn run(config: &RunConfig) -> Result<RunReport> {
         hooks,
         epochs: config.epochs,
         stop_after: None,
+        stop,
     };
-    driver.run(&mut toy, Start::Fresh)?;
+    if let Outcome::Interrupted { epoch } = driver.run(&mut toy, Start::Fresh)? {
+        let signal = classwise_core::interrupt::signal_name().map(str::to_owned);
+        return Err(ToyError::Interrupted { epoch, signal });
+    }
     report(toy)
 }
 

@@ -279,9 +279,7 @@ impl Backend for Trainer<'_> {
             eps_scale: scale(step),
             clean_forward_after_step: config.train.clean_forward_after_step,
         };
-        let interrupt_at = self.opts.interrupt_at;
-        let stop =
-            |step: usize| crate::interrupt::requested() || interrupt_at == Some((epoch, step));
+        let stop = |step: usize| start.stop_before(step);
         let outcome = train_epoch_from(
             &self.model,
             &mut self.sgd,

@@ -51,7 +51,7 @@ mod tracks;
 use std::path::{Path, PathBuf};
 
 use classwise_core::average::Averaging;
-use classwise_core::driver::{Driver, DynHook, Outcome, boxed};
+use classwise_core::driver::{Driver, DynHook, Outcome, Stop, boxed};
 use classwise_core::select::Selector;
 
 pub use crate::attack::Eps;
@@ -79,7 +79,7 @@ pub struct TrainOptions {
     /// resume and for splitting a long run into sessions); no report is written.
     pub stop_after: Option<usize>,
     /// Stop before batch `step` of 0-based epoch `epoch`, `(epoch, step)`, as a signal arriving
-    /// there would ([`crate::interrupt`]): the run writes its mid-epoch checkpoint and returns
+    /// there would (the driver's [`Stop`]): the run writes its mid-epoch checkpoint and returns
     /// (for tests of mid-epoch resume).
     pub interrupt_at: Option<(usize, usize)>,
     /// The data root to search when the config names none (`--data-dir`); `None` searches
@@ -121,6 +121,9 @@ pub fn train(config: &RunConfig, out: &Path, opts: TrainOptions) -> Result<RunSu
         hooks: hooks(config, &trainer.dir)?,
         epochs: config.epochs,
         stop_after: opts.stop_after,
+        stop: Stop {
+            at: opts.interrupt_at,
+        },
     };
     // Hold libtorch's process-global generator from here to the report, so that no other thread
     // draws from it between a reseed and its use; it is reseeded before every batch.

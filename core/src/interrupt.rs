@@ -1,19 +1,20 @@
 //! Graceful interruption: SIGTERM (a Slurm time limit or preemption, `kill`), SIGUSR1 (Slurm's
 //! `--signal=USR1@T` warning) and SIGINT (Ctrl-C) ask a run to stop at the next batch boundary.
-//! The run then writes a mid-epoch checkpoint and returns
-//! [`RunSummary::interrupted`](crate::run::RunSummary); a later resume continues from that batch
-//! and ends bit-identical (on the CPU) to a run that was never interrupted. A second Ctrl-C
+//! The training driver ([`crate::driver::Stop`]) hands the question to every backend; the
+//! trainer then writes a mid-epoch checkpoint, and a later resume continues from that batch and
+//! ends bit-identical (on the CPU) to a run that was never interrupted. A second Ctrl-C
 //! terminates the process at once, as an impatient user expects; repeated SIGTERMs do not (Slurm
 //! may deliver one to the task and one through its batch script, and sends SIGKILL itself when
 //! its grace time is over).
 //!
-//! The handlers only set a flag ([`signal_hook::flag`]); the training loop polls it.
+//! The handlers only set a flag ([`signal_hook::flag`]); the driver's [`Stop`](crate::driver::Stop)
+//! reads it.
 
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-use crate::error::{Result, TrainerError};
+use crate::error::{CoreError, Result};
 
 /// The exit status of a process that stopped because it was asked to and saved its progress
 /// (sysexits' `EX_TEMPFAIL`): "try again later", which `classwise sweep` and the Slurm script
@@ -44,10 +45,9 @@ pub fn install() -> Result<()> {
         which: Arc::new(AtomicI32::new(0)),
     };
     for sig in SIGNALS {
-        let failed = |e: std::io::Error| TrainerError::Io {
-            context: "installing a handler for signal",
-            path: sig.to_string().into(),
-            source: e,
+        let failed = |e: std::io::Error| CoreError::Signal {
+            signal: sig,
+            message: e.to_string(),
         };
         if sig == signal_hook::consts::SIGINT {
             // Registered first, so that it sees the flag as the previous signal left it: the
