@@ -1,12 +1,21 @@
-//! A run's `selection.json` and `state.json`: every `selection.json` the committed study runs
-//! wrote (schema 1, before `schema` existed) reads, a schema-1 `state.json` reads with its hook
-//! fields, both read back as written at the current schema, and bad files are refused naming
-//! the field.
+//! A run's `selection.json`, `state.json`, `interrupted.json` and `env.json`: every
+//! `selection.json` the committed study runs wrote (schema 1, before `schema` existed) reads,
+//! schema-1 `state.json`, `interrupted.json` and every older `env.json` format read, each reads
+//! back as written at the current schema, and bad files are refused naming the field.
 
 use std::path::Path;
 
+use classwise_core::CoreError;
 use classwise_core::record::{SELECTION_SCHEMA, SelectionRecord};
 use classwise_core::select::Selection;
+
+/// Each text is refused by `parse` with an error containing its field.
+fn refused(parse: impl Fn(&str) -> Result<(), CoreError>, cases: &[(String, &str)]) {
+    for (text, field) in cases {
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.contains(field), "{field}: {e}");
+    }
+}
 
 /// The committed runs' `selection.json` files under `results/`.
 fn committed() -> Vec<std::path::PathBuf> {
@@ -67,12 +76,7 @@ fn bad_selections_are_refused_naming_the_field() {
             "not a run's selection.json",
         ),
     ];
-    for (text, field) in cases {
-        let e = SelectionRecord::parse(&text, "s.json")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains(field), "{field}: {e}");
-    }
+    refused(|t| SelectionRecord::parse(t, "s.json").map(drop), &cases);
 }
 
 /// A `state.json` in the format the trainer wrote until 2026-11-28 (schema 1: no `schema`),
@@ -111,10 +115,62 @@ fn a_bad_run_state_is_refused_naming_the_field() {
             "not a run state",
         ),
     ];
-    for (text, field) in cases {
-        let e = RunState::parse(&text, "state.json")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains(field), "{field}: {e}");
-    }
+    refused(|t| RunState::parse(t, "state.json").map(drop), &cases);
+}
+
+/// An `interrupted.json` in the format the trainer wrote until 2026-11-28 (schema 1: no
+/// `schema`): stopped before batch 2 of epoch 0, over 3 classes.
+const MID_1: &str = r#"{"epoch":0,"checkpoint":"m0000-000002","progress":{"next_step":2,"correct":[1,2,0],"total":[4,3,1],"loss_sum":4.5,"confusion":[1,2,1,0,2,1,1,0,0]},"rule":null,"train_seconds":1.25,"signal":"SIGTERM"}"#;
+
+#[test]
+fn a_schema_1_mid_epoch_record_reads_and_bad_ones_are_refused() {
+    use classwise_core::record::{MID_EPOCH_SCHEMA, MidEpoch};
+    let mut m = MidEpoch::parse(MID_1, "interrupted.json").unwrap();
+    assert_eq!((m.schema, m.epoch, m.progress.next_step), (1, 0, 2));
+    assert_eq!(m.progress.total, [4, 3, 1]);
+    assert_eq!(m.signal.as_deref(), Some("SIGTERM"));
+    m.schema = MID_EPOCH_SCHEMA;
+    let text = serde_json::to_string(&m).unwrap();
+    assert_eq!(MidEpoch::parse(&text, "again").unwrap(), m);
+    let cases = [
+        (
+            MID_1.replace("m0000-000002", "m0000-000003"),
+            "interrupted.json: checkpoint",
+        ),
+        (
+            MID_1.replace("[1,2,0]", "[1,2]"),
+            "interrupted.json: progress.correct",
+        ),
+        (
+            MID_1.replacen('{', r#"{"schema":3,"#, 1),
+            "interrupted.json: schema",
+        ),
+        (
+            MID_1.replace("\"epoch\":0,", ""),
+            "not a mid-epoch checkpoint record",
+        ),
+    ];
+    refused(|t| MidEpoch::parse(t, "interrupted.json").map(drop), &cases);
+}
+
+#[test]
+fn every_env_json_format_reads_as_a_list_of_sessions() {
+    use classwise_core::record::EnvRecord;
+    // Before sessions were recorded: one flat object, the only session.
+    let flat = EnvRecord::parse(r#"{"git_sha":"abc","device":"Cpu"}"#, "env.json").unwrap();
+    assert_eq!((flat.schema, flat.sessions.len()), (1, 1));
+    assert_eq!(flat.sessions[0]["git_sha"], "abc");
+    let listed = r#"{"sessions":[{"start_epoch":0},{"start_epoch":2,"start_step":5}]}"#;
+    let r = EnvRecord::parse(listed, "env.json").unwrap();
+    assert_eq!((r.schema, r.sessions.len()), (1, 2));
+    assert_eq!(r.sessions[1]["start_step"], 5);
+    let cases = [
+        (r#"{"sessions":[1]}"#.to_owned(), "env.json: sessions"),
+        (
+            r#"{"schema":3,"sessions":[]}"#.to_owned(),
+            "env.json: schema",
+        ),
+        ("[1]".to_owned(), "a JSON object"),
+    ];
+    refused(|t| EnvRecord::parse(t, "env.json").map(drop), &cases);
 }

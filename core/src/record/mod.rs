@@ -11,14 +11,19 @@
 //! * [`selection`]: a run's `selection.json` ([`SelectionRecord`], [`SELECTION_SCHEMA`]);
 //! * [`state`]: a run's `state.json` ([`RunState`], [`STATE_SCHEMA`]), the driver's state with
 //!   its checkpoint;
+//! * [`env`]: a run's `env.json` ([`EnvRecord`], [`ENV_SCHEMA`]), one entry per session;
+//! * [`progress`]: a run's `interrupted.json` ([`MidEpoch`], [`MID_EPOCH_SCHEMA`]), where it
+//!   stopped inside an epoch;
 //!
 //! and [`config`], the few fields of a run's resolved configuration that the libtorch-free
 //! readers need ([`RunConfigView`]; the trainer owns the configuration itself).
 
 pub mod autoattack;
 pub mod config;
+pub mod env;
 pub mod epoch;
 pub mod predictions;
+pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod selection;
@@ -26,8 +31,10 @@ pub mod state;
 
 pub use autoattack::*;
 pub use config::*;
+pub use env::*;
 pub use epoch::*;
 pub use predictions::*;
+pub use progress::*;
 pub use protocol::*;
 pub use report::*;
 pub use selection::*;

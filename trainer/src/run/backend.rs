@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use classwise_core::driver::{Backend, Cleanup, DriverState, EpochStart, Measurement};
 use classwise_core::record::{
-    AveragingRecord, EpochRecord, METRICS_SCHEMA, SELECTION_SCHEMA, STATE_SCHEMA, SelectedTrack,
-    SelectionRecord, SplitRecord,
+    AveragingRecord, EpochRecord, METRICS_SCHEMA, MID_EPOCH_SCHEMA, SELECTION_SCHEMA, STATE_SCHEMA,
+    SelectedTrack, SelectionRecord, SplitRecord,
 };
 use classwise_core::{ClassPlan, ClassRule, ClassStats, Needs};
 use tch::Device;
@@ -298,6 +298,7 @@ impl Backend for Trainer<'_> {
             EpochOutcome::Complete(stats) => stats,
             EpochOutcome::Interrupted(p) => {
                 self.save_mid_epoch(MidEpoch {
+                    schema: MID_EPOCH_SCHEMA,
                     epoch,
                     checkpoint: MidEpoch::name(epoch, p.next_step),
                     progress: p,

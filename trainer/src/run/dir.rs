@@ -8,6 +8,8 @@ use tch::Device;
 
 use super::TrainOptions;
 use super::config::RunConfig;
+use classwise_core::record::{ENV_SCHEMA, EnvRecord};
+
 use crate::error::{IoContext, Result, TrainerError, invalid};
 use crate::io::write_json;
 use crate::model::Model;
@@ -59,7 +61,7 @@ impl RunDir {
             0
         };
         if self.interrupted().exists() {
-            let mid = MidEpoch::load(&self.interrupted())?;
+            let mid = load_mid_epoch(&self.interrupted())?;
             if mid.epoch == epochs {
                 return Ok(RunProgress::MidEpoch {
                     epoch: mid.epoch,
@@ -227,43 +229,13 @@ impl RunProgress {
     }
 }
 
-/// `interrupted.json`: where an interrupted run stopped inside an epoch. Written atomically after
-/// the model and optimiser files of `checkpoint` (`checkpoints/m<epoch>-<step>/`), and removed
-/// once the epoch's own checkpoint is named in `state.json`; a resume reads it only if `epoch`
-/// is the epoch after the last completed one.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MidEpoch {
-    /// The 0-based epoch being trained.
-    pub epoch: usize,
-    /// Directory under `checkpoints/` with `model.safetensors` and `optimizer.safetensors`.
-    pub checkpoint: String,
-    /// The next batch, the counts and the loss sum so far.
-    pub progress: crate::train::EpochProgress,
-    /// The class-wise rule's state at the start of the epoch (its plan is recomputed from it).
-    pub rule: serde_json::Value,
-    /// Seconds spent training the epoch before the interruption.
-    pub train_seconds: f64,
-    /// The signal that asked for the stop (`None` when asked by the caller).
-    pub signal: Option<String>,
-}
+/// `interrupted.json`: a record of `classwise_core` ([`classwise_core::record::progress`]).
+pub use classwise_core::record::MidEpoch;
 
-impl MidEpoch {
-    /// The prefix of the mid-epoch checkpoint directories.
-    pub(crate) const PREFIX: &str = "m";
-
-    /// The directory name of a mid-epoch checkpoint.
-    pub(crate) fn name(epoch: usize, step: usize) -> String {
-        format!("{}{epoch:04}-{step:06}", Self::PREFIX)
-    }
-
-    pub(crate) fn load(path: &Path) -> Result<MidEpoch> {
-        let text = std::fs::read_to_string(path).at("reading", path)?;
-        serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
-            path: path.to_path_buf(),
-            offset: None,
-            reason: format!("not a mid-epoch checkpoint record: {e}"),
-        })
-    }
+/// Reads and checks `interrupted.json` at `path`.
+pub(crate) fn load_mid_epoch(path: &Path) -> Result<MidEpoch> {
+    let text = std::fs::read_to_string(path).at("reading", path)?;
+    Ok(MidEpoch::parse(&text, &path.display().to_string())?)
 }
 
 /// The code a binary was built from, recorded in `env.json` (the CLI fills it at build time).
@@ -282,11 +254,11 @@ pub(crate) fn session(
     opts: &TrainOptions,
     start_epoch: usize,
     start_step: usize,
-) -> serde_json::Value {
+) -> serde_json::Map<String, serde_json::Value> {
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    serde_json::json!({
+    let serde_json::Value::Object(entry) = serde_json::json!({
         "start_epoch": start_epoch,
         "start_step": start_step,
         "started_unix_seconds": started,
@@ -304,30 +276,26 @@ pub(crate) fn session(
         "seed": config.seed,
         "streams": "data order and augmentation: ChaCha8(seed) streams per epoch; libtorch \
                     generator reseeded per batch from (seed, epoch, step)",
-    })
+    }) else {
+        unreachable!("an object literal is an object")
+    };
+    entry
 }
 
-/// Writes `env.json`: `{"sessions": [...]}`, the first session followed by one entry per
-/// resume. A file from before sessions were recorded (one flat object) becomes the first.
-pub(crate) fn record_session(path: &Path, entry: serde_json::Value, resumed: bool) -> Result<()> {
-    let mut sessions = Vec::new();
-    if resumed && path.exists() {
-        let text = std::fs::read_to_string(path).at("reading", path)?;
-        let old: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
-                path: path.to_path_buf(),
-                offset: None,
-                reason: format!("not a run environment: {e}"),
-            })?;
-        match old.get("sessions").and_then(|s| s.as_array()) {
-            Some(list) => sessions.extend(list.iter().cloned()),
-            None => sessions.push(old),
+/// Writes `env.json` ([`EnvRecord`]): the earlier sessions (when `resumed`) followed by `entry`.
+pub(crate) fn record_session(
+    path: &Path,
+    entry: serde_json::Map<String, serde_json::Value>,
+    resumed: bool,
+) -> Result<()> {
+    let mut record = match resumed && path.exists() {
+        true => {
+            let text = std::fs::read_to_string(path).at("reading", path)?;
+            EnvRecord::parse(&text, &path.display().to_string())?
         }
-    }
-    sessions.push(entry);
-    write_json(
-        path,
-        "environment",
-        &serde_json::json!({ "sessions": sessions }),
-    )
+        false => EnvRecord::default(),
+    };
+    record.schema = ENV_SCHEMA;
+    record.sessions.push(entry);
+    write_json(path, "environment", &record)
 }

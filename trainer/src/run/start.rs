@@ -59,7 +59,7 @@ impl Resume {
         // A mid-epoch checkpoint of an earlier epoch (a crash after the epoch's checkpoint, before
         // the record was removed) is superseded.
         let mid = match dir.interrupted().exists() {
-            true => Some(MidEpoch::load(&dir.interrupted())?).filter(|m| m.epoch == epoch),
+            true => Some(dir::load_mid_epoch(&dir.interrupted())?).filter(|m| m.epoch == epoch),
             false => None,
         };
         Ok(Resume { state, mid })

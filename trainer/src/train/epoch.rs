@@ -5,7 +5,6 @@
 //! confusion matrix of those inputs (BAT Fig. 3) and, for the early-stopped attacks, the steps
 //! each class's examples took (BAT Fig. 2b).
 
-use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 use super::objective::{DevicePlan, Objective, StepContext, StepOutput};
@@ -84,40 +83,9 @@ pub fn train_epoch(
     }
 }
 
-/// How far an epoch got: the next batch to train and what the batches before it measured. A run
-/// interrupted mid-epoch saves it with the model and the optimiser, and resumes from it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EpochProgress {
-    /// The 0-based index of the next batch of the epoch.
-    pub next_step: usize,
-    /// Per-class counts of correctly classified training inputs so far (t_k's numerators).
-    pub correct: Vec<u64>,
-    /// Per-class counts of training inputs so far.
-    pub total: Vec<u64>,
-    /// Sum of the batch losses so far.
-    pub loss_sum: f64,
-    /// The confusion counts so far, row-major K × K (rows true classes); absent in progress
-    /// saved before they were counted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confusion: Option<Vec<u64>>,
-    /// Per class: the training attack's steps so far, when the objective counts them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steps: Option<Vec<u64>>,
-}
-
-impl EpochProgress {
-    /// The start of an epoch over `k` classes.
-    pub fn new(k: usize) -> Self {
-        EpochProgress {
-            next_step: 0,
-            correct: vec![0; k],
-            total: vec![0; k],
-            loss_sum: 0.0,
-            confusion: Some(vec![0; k * k]),
-            steps: None,
-        }
-    }
-}
+/// How far an epoch got: a record of `classwise_core` ([`classwise_core::record::progress`]),
+/// saved in `interrupted.json` by a run interrupted mid-epoch.
+pub use classwise_core::record::EpochProgress;
 
 /// The end of [`train_epoch_from`]: the whole epoch, or the point where it was asked to stop.
 #[derive(Clone, Debug, PartialEq)]
