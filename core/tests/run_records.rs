@@ -174,3 +174,31 @@ fn every_env_json_format_reads_as_a_list_of_sessions() {
     ];
     refused(|t| EnvRecord::parse(t, "env.json").map(drop), &cases);
 }
+
+#[test]
+fn a_schema_1_split_reads_and_an_image_in_train_and_val_is_refused() {
+    use classwise_core::record::SplitIndices;
+    // As the trainer wrote it until 2026-11-28 (no `schema`; the split in its own format).
+    let file = r#"{"split":{"spec":{"rule":"first"},"of":6,"train":[2,3,4,5],"val":[0,1]},"train":[2,3,5],"val":[0,1],"test":[0,1,2]}"#;
+    let s = SplitIndices::parse(file, "split.json").unwrap();
+    assert_eq!(
+        (s.schema, s.train.as_slice(), s.test.len()),
+        (1, &[2, 3, 5][..], 3)
+    );
+    assert_eq!(s.split["of"], 6);
+    let cases = [
+        (
+            file.replace("\"train\":[2,3,5]", "\"train\":[1,3,5]"),
+            "split.json: train",
+        ),
+        (
+            file.replace("\"test\":[0,1,2]", "\"test\":[0,-1,2]"),
+            "split.json: test",
+        ),
+        (
+            file.replacen('{', r#"{"schema":4,"#, 1),
+            "split.json: schema",
+        ),
+    ];
+    refused(|t| SplitIndices::parse(t, "split.json").map(drop), &cases);
+}

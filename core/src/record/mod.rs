@@ -11,6 +11,7 @@
 //! * [`selection`]: a run's `selection.json` ([`SelectionRecord`], [`SELECTION_SCHEMA`]);
 //! * [`state`]: a run's `state.json` ([`RunState`], [`STATE_SCHEMA`]), the driver's state with
 //!   its checkpoint;
+//! * [`split`]: a run's `split.json` ([`SplitIndices`], [`SPLIT_SCHEMA`]), the images it used;
 //! * [`env`]: a run's `env.json` ([`EnvRecord`], [`ENV_SCHEMA`]), one entry per session;
 //! * [`progress`]: a run's `interrupted.json` ([`MidEpoch`], [`MID_EPOCH_SCHEMA`]), where it
 //!   stopped inside an epoch;
@@ -27,6 +28,7 @@ pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod selection;
+pub mod split;
 pub mod state;
 
 pub use autoattack::*;
@@ -38,6 +40,7 @@ pub use progress::*;
 pub use protocol::*;
 pub use report::*;
 pub use selection::*;
+pub use split::*;
 pub use state::*;
 
 use crate::error::{CoreError, Result, invalid};

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use classwise_core::record::{SPLIT_SCHEMA, SplitIndices};
 
 use super::config::RunConfig;
 use super::dir::RunDir;
 use crate::data::{self, Dataset, Part, Split, first_per_class};
-use crate::error::Result;
+use crate::error::{Result, TrainerError};
 use crate::io::write_json;
 
 /// The data of a run after splitting and subsetting.
@@ -15,14 +15,6 @@ pub(crate) struct RunData {
     pub train: Dataset,
     pub val: Option<Dataset>,
     pub test: Dataset,
-}
-
-#[derive(Serialize)]
-struct SplitFile<'a> {
-    split: &'a Split,
-    train: &'a [i64],
-    val: &'a [i64],
-    test: &'a [i64],
 }
 
 pub(crate) fn load_data(
@@ -45,16 +37,17 @@ pub(crate) fn load_data(
         config.data.test_per_class,
         k,
     );
-    write_json(
-        &dir.split(),
-        "split",
-        &SplitFile {
-            split: &split,
-            train: &train,
-            val: &split.val,
-            test: &test,
-        },
-    )?;
+    let record = SplitIndices {
+        schema: SPLIT_SCHEMA,
+        split: serde_json::to_value(&split).map_err(|source| TrainerError::Json {
+            what: "split",
+            source,
+        })?,
+        train: train.clone(),
+        val: split.val.clone(),
+        test: test.clone(),
+    };
+    write_json(&dir.split(), "split", &record)?;
     Ok(RunData {
         train: full.subset(&train)?,
         val: (!split.val.is_empty())
