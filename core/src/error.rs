@@ -51,12 +51,8 @@ pub enum CoreError {
     #[error("metrics schema {schema} cannot be read by this build, which reads schemas {readable}")]
     UnsupportedSchema { schema: u32, readable: String },
 
-    /// A class-wise report (`report.json`, `eval-*.json`) that is not JSON or lacks a field.
-    #[error("{what}: not a class-wise report: {message}")]
-    Report { what: String, message: String },
-
-    /// A record (an AutoAttack or protocol report, `selection.json`, `state.json`) that is
-    /// not JSON or lacks a field: `kind` says what it should be.
+    /// A record (a class-wise, AutoAttack or protocol report, `selection.json`, `state.json`,
+    /// ...) that is not JSON or lacks a field: `kind` says what it should be.
     #[error("{what}: not {kind}: {message}")]
     File {
         what: String,

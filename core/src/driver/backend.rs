@@ -138,13 +138,6 @@ pub trait Measurement {
     fn stats(&self) -> &ClassStats;
 }
 
-/// A backend that measures nothing beyond the statistics.
-impl Measurement for ClassStats {
-    fn stats(&self) -> &ClassStats {
-        self
-    }
-}
-
 /// A file a hook no longer needs, deleted by the backend once [`Backend::commit`] wrote a state
 /// that does not name it (as burn's `CheckpointingStrategy` returns actions instead of deleting).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,14 +10,13 @@ use serde_json::{Map, Value};
 
 use super::backend::{Backend, Cleanup};
 use crate::error::CoreError;
-use crate::plan::{ClassPlan, ClassStats, Needs};
+use crate::plan::{ClassStats, Needs};
 
-/// An epoch as the hooks see it, after the rule observed it: read-only.
+/// An epoch as the hooks see it, after the rule observed it: read-only. (The plan it trained
+/// under is in its record.)
 pub struct EpochView<'a, B: Backend> {
     /// 0-based.
     pub epoch: usize,
-    /// The rule's plan the epoch trained under.
-    pub plan: &'a ClassPlan,
     /// What was measured after training (and what the rule observed).
     pub stats: &'a ClassStats,
     /// The epoch's record as the backend built it, before the hooks' parts.

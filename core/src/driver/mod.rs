@@ -11,9 +11,10 @@
 //! ```
 //!
 //! and after the last epoch `hooks.finish` ─▶ `backend.finish(outputs)`. The hooks see the
-//! backend and the epoch read-only ([`EpochView`]) and return what they produce. A fresh run lets a rule that decides its first
-//! epoch from the initial model (FRL) observe it first; a resumed run instead restores the rule
-//! and the hooks from the committed [`DriverState`] and starts at its epoch. The class-wise
+//! backend and the epoch read-only ([`EpochView`]) and return what they produce. A fresh run
+//! lets a rule that decides its first epoch from the initial model (FRL) observe it first; a
+//! resumed run instead restores the rule and the hooks from the committed [`DriverState`] and
+//! starts at its epoch. The class-wise
 //! decisions themselves are the rule's ([`crate::rule`]), the averages' ([`crate::average`])
 //! and the selections' ([`crate::select`]).
 
@@ -127,11 +128,9 @@ impl<B: Backend> Driver<'_, B> {
         let needs = (self.hooks.iter()).fold(self.rule.needs(epoch), |n, h| n.or(h.needs(epoch)));
         let measured = backend.measure(epoch, &trained, needs)?;
         self.rule.observe(epoch, measured.stats())?;
-        let planned = plan.clone();
         let mut record = backend.record(epoch, plan, trained, &measured, self.rule.as_ref())?;
         let view = EpochView {
             epoch,
-            plan: &planned,
             stats: measured.stats(),
             record: &record,
             backend,

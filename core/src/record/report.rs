@@ -149,11 +149,7 @@ impl Report {
     /// Reads a report from its JSON text and checks it ([`Report::check`]); `what` names the
     /// file in errors. A report of a newer schema is refused.
     pub fn parse(text: &str, what: &str) -> Result<Report> {
-        let report: Report = serde_json::from_str(text).map_err(|e| CoreError::Report {
-            what: what.to_owned(),
-            message: e.to_string(),
-        })?;
-        report.checked(what)
+        super::parse_json::<Report>(text, what, "a class-wise report")?.checked(what)
     }
 
     /// The report checked ([`Report::check`]), its worst 20 % derived again: what every reader
@@ -170,8 +166,9 @@ impl Report {
     /// The report as pretty JSON text, in field order, ending with a newline: what the trainer
     /// writes.
     pub fn to_pretty(&self) -> Result<String> {
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| CoreError::Report {
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| CoreError::File {
             what: self.attack.clone(),
+            kind: "a class-wise report",
             message: e.to_string(),
         })?;
         text.push('\n');

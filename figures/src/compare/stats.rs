@@ -209,11 +209,11 @@ impl Stats {
             .unwrap_or_else(|| panic!("{name} is not one of compare::stats::SCALARS"))
     }
 
-    /// The class whose robust accuracy, averaged over the runs, is lowest (the first of a tie).
+    /// The class whose robust accuracy, averaged over the runs, is lowest (the one worst-class
+    /// rule, [`ClassAccuracy::worst`]: the first of a tie).
     pub fn weakest_robust_class(&self) -> usize {
-        let means = self.robust_per_class.iter().map(|m| m.mean);
-        let lowest = means.enumerate().min_by(|a, b| a.1.total_cmp(&b.1));
-        lowest.map_or(0, |(c, _)| c)
+        let means = self.robust_per_class.iter().map(|m| m.mean).collect();
+        ClassAccuracy::from_values(means).map_or(0, |a| a.worst().class)
     }
 
     /// One line of a summary: `label`, the average clean and robust accuracy and the

@@ -146,7 +146,7 @@ impl RunDir {
         let state = load_state(&self.state())?;
         let ck = self.checkpoint(&state.checkpoint);
         let average = ck.join(format!("{which}.safetensors"));
-        let updates = average_updates(&state, which);
+        let updates = TracksState::of(&state, &self.state())?.updates(which);
         if updates == 0 || !average.exists() {
             return Err(self.no_average(which, &ck));
         }
@@ -185,21 +185,51 @@ impl RunDir {
 /// ([`classwise_core::record::state`]).
 pub use classwise_core::record::RunState;
 
+/// The record at `path`, read by its checking `parse` (a `classwise_core::record` type's).
+fn read_record<T>(path: &Path, parse: fn(&str, &str) -> classwise_core::Result<T>) -> Result<T> {
+    let text = std::fs::read_to_string(path).at("reading", path)?;
+    Ok(parse(&text, &path.display().to_string())?)
+}
+
 /// Reads and checks `state.json` at `path`.
 pub(crate) fn load_state(path: &Path) -> Result<RunState> {
-    let text = std::fs::read_to_string(path).at("reading", path)?;
-    Ok(RunState::parse(&text, &path.display().to_string())?)
+    read_record(path, RunState::parse)
 }
 
-/// The updates of the weight average `name` (`ema`, `fawa`) its hook recorded in `state`.
-pub(crate) fn average_updates(state: &RunState, name: &str) -> usize {
-    let field = state.driver.hooks.get(&updates_field(name));
-    field.and_then(serde_json::Value::as_u64).unwrap_or(0) as usize
+/// The tracks' hook state in `state.json` ([`super::tracks::Tracks`]): each track's selector
+/// and the epochs that changed each weight average. Files written before a field existed read
+/// with its default (a track without a saved selector starts afresh, an average without a
+/// count holds nothing).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct TracksState {
+    /// Each track's selector, by track name (`raw`, `ema`, `fawa`).
+    #[serde(default)]
+    pub selection: std::collections::BTreeMap<String, classwise_core::select::Selector>,
+    /// The epochs that changed each average (0: it holds nothing); both always written.
+    #[serde(default)]
+    pub ema_updates: usize,
+    #[serde(default)]
+    pub fawa_updates: usize,
 }
 
-/// The `state.json` field counting the updates of the weight average `name` (`ema`, `fawa`).
-pub(crate) fn updates_field(name: &str) -> String {
-    format!("{name}_updates")
+impl TracksState {
+    /// The tracks' part of a committed state, checked.
+    pub fn of(state: &RunState, path: &Path) -> Result<Self> {
+        let fields = serde_json::Value::Object(state.driver.hooks.clone());
+        serde_json::from_value(fields).map_err(|e| TrainerError::BadData {
+            path: path.to_path_buf(),
+            offset: None,
+            reason: format!("not the tracks' state: {e}"),
+        })
+    }
+
+    /// The updates of the average `name` (`ema`, `fawa`).
+    pub fn updates(&self, name: &str) -> usize {
+        match name {
+            "ema" => self.ema_updates,
+            _ => self.fawa_updates,
+        }
+    }
 }
 
 /// How far a run got ([`RunDir::progress`]).
@@ -234,8 +264,7 @@ pub use classwise_core::record::MidEpoch;
 
 /// Reads and checks `interrupted.json` at `path`.
 pub(crate) fn load_mid_epoch(path: &Path) -> Result<MidEpoch> {
-    let text = std::fs::read_to_string(path).at("reading", path)?;
-    Ok(MidEpoch::parse(&text, &path.display().to_string())?)
+    read_record(path, MidEpoch::parse)
 }
 
 /// The code a binary was built from, recorded in `env.json` (the CLI fills it at build time).
@@ -289,10 +318,7 @@ pub(crate) fn record_session(
     resumed: bool,
 ) -> Result<()> {
     let mut record = match resumed && path.exists() {
-        true => {
-            let text = std::fs::read_to_string(path).at("reading", path)?;
-            EnvRecord::parse(&text, &path.display().to_string())?
-        }
+        true => read_record(path, EnvRecord::parse)?,
         false => EnvRecord::default(),
     };
     record.schema = ENV_SCHEMA;

@@ -3,6 +3,7 @@
 //! section, its data set and test subset; reports are written next to the run's files.
 
 use classwise_core::name::slug;
+use classwise_core::record::REPORT_FILES;
 use tch::Device;
 
 use super::config::RunConfig;
@@ -10,9 +11,6 @@ use super::dir::RunDir;
 use super::seeds::report_seed;
 use crate::error::{IoContext, Result, TrainerError};
 use crate::eval::{EvalSettings, ModelSource, Subject};
-
-/// The checkpoints a run names; anything else is a path to weights.
-const NAMED: [&str; 6] = ["best", "last", "ema", "fawa", "best-ema", "best-fawa"];
 
 impl RunDir {
     /// The configuration the run was trained with (`<run>/config.toml`).
@@ -49,7 +47,8 @@ impl ModelSource for RunDir {
         let config = self.read_config()?;
         let device = config.device.device()?;
         let model = self.load_model(name, device)?;
-        let name = match NAMED.contains(&name) {
+        // The models a run names are those of its final reports; anything else is a weight file.
+        let name = match REPORT_FILES.iter().any(|(model, _)| *model == name) {
             true => name.to_string(),
             false => format!("file-{}", slug(name)),
         };

@@ -8,7 +8,6 @@
 //! track's selector) and `<average>_updates` (the epochs that changed each average; 0 when it
 //! holds nothing).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use classwise_core::Needs;
@@ -17,40 +16,15 @@ use classwise_core::driver::{Cleanup, EpochView, Hook};
 use classwise_core::record::{AveragingRecord, EpochRecord, SelectedTrack, SelectionNote};
 use classwise_core::select::{EpochScore, Selector};
 use classwise_theory::calibration::AverageAction;
-use serde::{Deserialize, Serialize};
 
 use super::backend::{Finished, RecordPart, Trainer, checkpoint_name};
+use super::dir::TracksState;
 use super::log::split_record;
 use super::report::{write_report, write_selected_report};
 use super::seeds::EvalSplit;
 use crate::error::{IoContext, Result};
 use crate::model::Model;
 use crate::train::WeightAverage;
-
-/// The tracks' part of `state.json`. Files written before a field existed read with its
-/// default (a track without a saved selector starts afresh, an average without a count holds
-/// nothing).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub(crate) struct TracksState {
-    /// Each track's selector, by track name (`raw`, `ema`, `fawa`).
-    #[serde(default)]
-    pub selection: BTreeMap<String, Selector>,
-    /// The epochs that changed each average (0: it holds nothing); both always written.
-    #[serde(default)]
-    pub ema_updates: usize,
-    #[serde(default)]
-    pub fawa_updates: usize,
-}
-
-impl TracksState {
-    /// The updates of the average `name` (`ema`, `fawa`).
-    pub fn updates(&self, name: &str) -> usize {
-        match name {
-            "ema" => self.ema_updates,
-            _ => self.fawa_updates,
-        }
-    }
-}
 
 /// The model selection of one track: its [`Selector`] and where its candidates' weights live.
 pub(crate) struct SelectionTrack {
@@ -324,8 +298,10 @@ impl Hook<Trainer<'_>> for Tracks {
     fn save(&self, t: &Trainer<'_>, epoch: usize) -> Result<TracksState> {
         let checkpoint = t.dir.checkpoint(&checkpoint_name(epoch));
         let mut state = TracksState::default();
-        let selection = |s: &SelectionTrack| (s.name.to_owned(), s.selector.clone());
-        state.selection.extend([selection(&self.raw)]);
+        let tracks = std::iter::once(&self.raw).chain(self.averages.iter().map(|a| &a.selection));
+        for track in tracks {
+            (state.selection).insert(track.name.to_owned(), track.selector.clone());
+        }
         for avg in &self.averages {
             if avg.weights.is_initialized() {
                 avg.weights.save(&avg.file(&checkpoint))?;
@@ -334,7 +310,6 @@ impl Hook<Trainer<'_>> for Tracks {
                 "ema" => state.ema_updates = avg.averager.state.updates,
                 _ => state.fawa_updates = avg.averager.state.updates,
             }
-            state.selection.extend([selection(&avg.selection)]);
         }
         Ok(state)
     }
