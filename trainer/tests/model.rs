@@ -20,7 +20,7 @@ fn preact(final_bn_relu: bool) -> Architecture {
 }
 
 fn wrn(depth: usize, widen: usize) -> Architecture {
-    Architecture::WideResNet { depth, widen }
+    Architecture::wide_resnet(depth, widen)
 }
 
 /// Uniform [0, 1) images from a seeded generator.
@@ -246,17 +246,15 @@ fn batch_norm_train_mode_differs_and_eval_is_deterministic() {
 
 #[test]
 fn normalization_layer_is_per_channel_affine() {
-    let norm = Normalization {
-        mean: vec![0.25, 0.5, 0.125],
-        std: vec![0.5, 0.25, 2.0],
-    };
+    let (mean, std) = (vec![0.25, 0.5, 0.125], vec![0.5, 0.25, 2.0]);
+    let norm = Normalization::channels(mean.clone(), std.clone());
     let layer = Normalize::new(&norm, CPU);
     let x = images(2, [3, 4, 5], 9);
     let y = layer.forward(&x);
     let (xv, yv) = (values(&x), values(&y));
     for (i, (a, b)) in xv.iter().zip(&yv).enumerate() {
         let c = (i / 20) % 3;
-        let expected = (a - norm.mean[c]) / norm.std[c];
+        let expected = (a - mean[c]) / std[c];
         assert!(
             (b - expected).abs() < 1e-6,
             "element {i}: {b} vs {expected}"
@@ -267,6 +265,7 @@ fn normalization_layer_is_per_channel_affine() {
 #[test]
 fn normalization_as_first_layer_equals_normalising_by_hand() {
     let norm = Normalization::cifar10();
+    let (cifar_mean, cifar_std) = ([0.4914, 0.4822, 0.4465], [0.2471, 0.2435, 0.2616]);
     let plain_spec = spec(preact(true), 10, [3, 32, 32]);
     let normed_spec = plain_spec.clone().with_normalization(norm.clone());
     let normed = Model::new(&normed_spec, CPU, 5).unwrap();
@@ -274,10 +273,10 @@ fn normalization_as_first_layer_equals_normalising_by_hand() {
     plain.load_state(&normed.state()).unwrap();
 
     let x = images(2, [3, 32, 32], 7);
-    let mean = Tensor::from_slice(&norm.mean)
+    let mean = Tensor::from_slice(&cifar_mean)
         .to_kind(Kind::Float)
         .reshape([1, 3, 1, 1]);
-    let std = Tensor::from_slice(&norm.std)
+    let std = Tensor::from_slice(&cifar_std)
         .to_kind(Kind::Float)
         .reshape([1, 3, 1, 1]);
     let by_hand = plain.forward_t(&((&x - mean) / std), false);
@@ -545,10 +544,7 @@ fn corrupt_or_foreign_files_are_errors() {
 
 /// One small model of every family, with a normalisation layer on two of them.
 fn every_architecture() -> Vec<(Architecture, [usize; 3], Option<Normalization>)> {
-    let norm = Normalization {
-        mean: vec![0.5],
-        std: vec![0.25],
-    };
+    let norm = Normalization::channels(vec![0.5], vec![0.25]);
     vec![
         (preact(true), [3, 32, 32], None),
         (
@@ -690,24 +686,20 @@ fn invalid_specs_name_the_field() {
             "`model.input_shape`",
         ),
         (
-            ok.clone().with_normalization(Normalization {
-                mean: vec![0.5],
-                std: vec![0.5],
-            }),
+            ok.clone()
+                .with_normalization(Normalization::channels(vec![0.5], vec![0.5])),
             "`model.normalization.mean`",
         ),
         (
-            ok.clone().with_normalization(Normalization {
-                mean: vec![0.5; 3],
-                std: vec![0.5, 0.0, 0.5],
-            }),
+            ok.clone()
+                .with_normalization(Normalization::channels(vec![0.5; 3], vec![0.5, 0.0, 0.5])),
             "`model.normalization.std[1]`",
         ),
         (
-            ok.clone().with_normalization(Normalization {
-                mean: vec![0.5, f64::NAN, 0.5],
-                std: vec![0.5; 3],
-            }),
+            ok.clone().with_normalization(Normalization::channels(
+                vec![0.5, f64::NAN, 0.5],
+                vec![0.5; 3],
+            )),
             "`model.normalization.mean[1]`",
         ),
     ];

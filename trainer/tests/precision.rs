@@ -76,13 +76,7 @@ fn bf16_logits_and_input_gradients_are_fp32_and_near_the_fp32_ones() {
             },
             [3, 16, 16],
         ),
-        (
-            Architecture::WideResNet {
-                depth: 10,
-                widen: 1,
-            },
-            [3, 16, 16],
-        ),
+        (Architecture::wide_resnet(10, 1), [3, 16, 16]),
         (
             Architecture::SmallCnn {
                 zero_last_layer: false,

@@ -110,10 +110,7 @@ fn check(model: &Model, shape: [usize; 3], tol: f64) {
 #[test]
 fn small_cnn_with_normalisation_equals_the_full_pass() {
     let shape = [1, 28, 28];
-    let norm = Normalization {
-        mean: vec![0.286],
-        std: vec![0.353],
-    };
+    let norm = Normalization::channels(vec![0.286], vec![0.353]);
     let m = model(
         Architecture::SmallCnn {
             zero_last_layer: false,

@@ -30,14 +30,7 @@ pub const LR: f64 = 0.1;
 
 /// WideResNet-10-1 on 3×16×16 inputs, K classes: BatchNorm, no dropout (STEP_FORMAT.md).
 pub fn spec() -> ModelSpec {
-    ModelSpec::new(
-        Architecture::WideResNet {
-            depth: 10,
-            widen: 1,
-        },
-        K,
-        [3, 16, 16],
-    )
+    ModelSpec::new(Architecture::wide_resnet(10, 1), K, [3, 16, 16])
 }
 
 /// The batch: one uniform random image per class, labels 0..K (class-balanced).

@@ -99,14 +99,9 @@ impl BenchModel {
                 [3, 32, 32],
             ),
             BenchModel::Resnet18 => ModelSpec::new(Architecture::ResNet18, 10, [3, 32, 32]),
-            BenchModel::Wrn34_10 => ModelSpec::new(
-                Architecture::WideResNet {
-                    depth: 34,
-                    widen: 10,
-                },
-                10,
-                [3, 32, 32],
-            ),
+            BenchModel::Wrn34_10 => {
+                ModelSpec::new(Architecture::wide_resnet(34, 10), 10, [3, 32, 32])
+            }
         }
     }
 }

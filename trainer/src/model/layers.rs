@@ -233,3 +233,15 @@ pub(crate) fn forward_blocks<B: ModuleT>(blocks: &[B], xs: Tensor, train: bool) 
 pub(crate) fn max_pool2(xs: &Tensor) -> Tensor {
     xs.max_pool2d([2, 2], [2, 2], [0, 0], [1, 1], false)
 }
+
+/// TensorFlow's `SAME` padding of a 3×3 convolution as RobustBench's DeepMind models pad
+/// before their `padding=0` convolutions (`_Block.forward`, `_PreActBlock._pad` in
+/// `robustbench/model_zoo/architectures/dm_wide_resnet.py`): (1, 1, 1, 1) at stride 1 and
+/// (0, 1, 0, 1) (right and bottom only) at stride 2, as (left, right, top, bottom).
+pub(crate) fn same_pad(xs: &Tensor, stride: i64) -> Tensor {
+    let pad: [i64; 4] = match stride {
+        1 => [1, 1, 1, 1],
+        _ => [0, 1, 0, 1],
+    };
+    xs.constant_pad_nd(pad)
+}

@@ -1,6 +1,7 @@
 //! Models of the reference codes: PreActResNet-18 (with or without the final BN+ReLU),
 //! ResNet-18, WideResNet-depth-widen, TRADES' SmallCNN (1×28×28) and FAT's SmallCNN
-//! (3×32×32), each named by a [`ModelSpec`] that is saved with its weights.
+//! (3×32×32), and RobustBench's DeepMind families (`DMWideResNet`, `DMPreActResNet`), each
+//! named by a [`ModelSpec`] that is saved with its weights.
 //!
 //! * A [`Model`] owns its `VarStore` and implements [`tch::nn::ModuleT`]; `forward_t(x, train)`
 //!   takes images in [0, 1] (the optional [`Normalization`] is the model's first layer, as CFA
@@ -23,6 +24,10 @@
 //! [`Model::load_weights`] (its `num_batches_tracked` buffers are ignored: tch's BatchNorm has
 //! a fixed momentum of 0.1 and keeps no such counter).
 
+pub mod activation;
+mod dm_preact_resnet;
+mod dm_wide_resnet;
+pub mod import;
 pub mod init;
 mod layers;
 pub mod normalize;
@@ -40,7 +45,7 @@ pub mod window;
 
 pub use normalize::Normalize;
 pub use precision::Precision;
-pub use spec::{Architecture, ModelSpec, Normalization};
+pub use spec::{Activation, Architecture, ModelSpec, Normalization};
 pub use weights::SPEC_METADATA_KEY;
 pub use window::{Window, WindowForward};
 
@@ -121,12 +126,36 @@ impl Model {
             Architecture::ResNet18 => {
                 Box::new(resnet::ResNet18::new(&scope(InitStyle::Torch), c, k))
             }
-            Architecture::WideResNet { depth, widen } => Box::new(wide_resnet::WideResNet::new(
-                &scope(InitStyle::TradesWrn),
-                c,
-                k,
+            Architecture::WideResNet { depth, widen, .. } => {
+                Box::new(wide_resnet::WideResNet::new(
+                    &scope(InitStyle::TradesWrn),
+                    c,
+                    k,
+                    to_i64(depth),
+                    to_i64(widen),
+                ))
+            }
+            Architecture::DmWideResNet {
+                depth,
+                width,
+                activation,
+            } => Box::new(dm_wide_resnet::DmWideResNet::new(
+                &scope(InitStyle::Torch),
+                (c, k),
                 to_i64(depth),
-                to_i64(widen),
+                to_i64(width),
+                activation,
+            )),
+            Architecture::DmPreActResNet {
+                depth,
+                activation,
+                base_width,
+            } => Box::new(dm_preact_resnet::DmPreActResNet::new(
+                &scope(InitStyle::Torch),
+                (c, k),
+                depth,
+                to_i64(base_width),
+                activation,
             )),
             Architecture::SmallCnn { zero_last_layer } => Box::new(small_cnn::SmallCnn::new(
                 &scope(InitStyle::TradesSmallCnn),

@@ -1,5 +1,7 @@
-//! The optional first layer x ↦ (x − mean)/std per channel (as CFA's `normalize_cifar`,
-//! `PKU-ML/CFA:utils.py`).
+//! The optional first layer: x ↦ (x − mean)/std per channel (as CFA's `normalize_cifar`,
+//! `PKU-ML/CFA:utils.py`, and the `mean`/`std` buffers of RobustBench's DeepMind models), or
+//! per-image standardisation (RobustBench's `Ding2020MMANet.forward`,
+//! `robustbench/model_zoo/cifar10.py`).
 //!
 //! CFA normalises inside its forward pass; WAT, FRL, TRADES, FAT and MART feed raw [0, 1]
 //! images. Keeping the normalisation inside the model means every attack perturbs pixels and
@@ -10,11 +12,13 @@ use tch::{Device, Kind, Tensor};
 
 use super::spec::Normalization;
 
-/// Per-channel normalisation with constants shaped `[1, C, 1, 1]`.
+/// The normalisation layer of a model.
 #[derive(Debug)]
-pub struct Normalize {
-    mean: Tensor,
-    std: Tensor,
+pub enum Normalize {
+    /// Per-channel constants shaped `[1, C, 1, 1]`.
+    Channels { mean: Tensor, std: Tensor },
+    /// Per-image standardisation.
+    PerImage,
 }
 
 impl Normalize {
@@ -28,14 +32,32 @@ impl Normalize {
                 .reshape([1, len, 1, 1])
                 .to_device(device)
         };
-        Normalize {
-            mean: channel_constant(&norm.mean),
-            std: channel_constant(&norm.std),
+        match norm {
+            Normalization::Channels(c) => Normalize::Channels {
+                mean: channel_constant(&c.mean),
+                std: channel_constant(&c.std),
+            },
+            Normalization::PerImage(_) => Normalize::PerImage,
         }
     }
 
-    /// (xs − mean)/std for `xs` shaped `[N, C, H, W]`; differentiable in `xs`.
+    /// The normalised `xs` (`[N, C, H, W]`); differentiable in `xs`.
     pub fn forward(&self, xs: &Tensor) -> Tensor {
-        (xs - &self.mean) / &self.std
+        match self {
+            Normalize::Channels { mean, std } => (xs - mean) / std,
+            Normalize::PerImage => standardize_per_image(xs),
+        }
     }
+}
+
+/// (x − mean(x)) / max(std(x), 1/√n) over the n = C·H·W values of each image, with the
+/// unbiased standard deviation (`torch.std`'s default), as `Ding2020MMANet.forward`.
+fn standardize_per_image(xs: &Tensor) -> Tensor {
+    let dims: &[i64] = &[1, 2, 3];
+    let mean = xs.mean_dim(dims, true, Kind::Float);
+    let std = xs.std_dim(dims, true, true);
+    let size = xs.size();
+    let n = size[1..].iter().product::<i64>().max(1) as f64;
+    let floor = std.ones_like() / n.sqrt();
+    (xs - mean) / std.maximum(&floor)
 }

@@ -46,7 +46,7 @@ fn dtype_of(kind: Kind) -> Option<Dtype> {
     })
 }
 
-fn kind_of(dtype: Dtype) -> Option<Kind> {
+pub(crate) fn kind_of(dtype: Dtype) -> Option<Kind> {
     Some(match dtype {
         Dtype::BOOL => Kind::Bool,
         Dtype::U8 => Kind::Uint8,
