@@ -9,6 +9,7 @@ mod sweep;
 mod theory;
 mod toy;
 mod trainer_cli;
+mod zoo;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,8 +68,19 @@ enum Command {
         #[command(subcommand)]
         command: sweep::SweepCommand,
     },
-    /// Class-wise evaluation of a run's checkpoint under an attack.
+    /// Class-wise evaluation under an attack of a run's checkpoint, of a model card (weights
+    /// another library wrote), or of a catalogue model with its weights (--zoo NAME --weights
+    /// FILE).
     Eval(trainer_cli::EvalArgs),
+    /// Published models class by class: the catalogue of RobustBench's CIFAR-10/100 L∞ zoo
+    /// that classwise can build.
+    Zoo {
+        #[command(subcommand)]
+        command: zoo::ZooCommand,
+    },
+    /// Write a run's model as a PyTorch state dict (safetensors, loadable with
+    /// `load_state_dict(safetensors.torch.load_file(FILE))`) with a model card beside it.
+    Export(zoo::ExportArgs),
     /// Compare runs and sweeps the way the papers do: CFA Table 1, WAT Tables 1-5, BAT Table 1,
     /// Tian et al.'s per-class table (mean ± std over seeds, ρ against a baseline) and the
     /// papers' class-wise figures.
@@ -129,6 +141,8 @@ fn main() -> ExitCode {
         Command::Train(a) => trainer_cli::train(&a),
         Command::Sweep { command } => sweep::run(command),
         Command::Eval(a) => trainer_cli::eval(&a),
+        Command::Zoo { command } => zoo::run(command),
+        Command::Export(a) => zoo::export(&a),
         Command::Compare(a) => compare::run(&a),
         Command::Bench(a) => trainer_cli::bench(&a),
     };

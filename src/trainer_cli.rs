@@ -10,7 +10,11 @@ use classwise_trainer::eval::autoattack::{AaAttack, Version};
 use classwise_trainer::eval::job::{self, AttackChoice, AutoAttackJob, EvalJob, EvalRequest};
 use classwise_trainer::eval::{RobustCounting, markdown};
 use classwise_trainer::model::MemoryFormat;
+use classwise_core::name::slug;
+use classwise_trainer::eval::ModelSource;
 use classwise_trainer::run::{self, RunConfig, RunDir, TrainOptions};
+use classwise_trainer::zoo::catalogue;
+use classwise_trainer::zoo::{CardSource, Catalogue, ModelCard};
 
 #[derive(Args)]
 pub struct TrainArgs {
@@ -76,13 +80,32 @@ pub enum AttackKind {
 }
 
 #[derive(Args)]
+#[command(group(clap::ArgGroup::new("model").required(true).args(["run", "card", "zoo"])))]
 pub struct EvalArgs {
     /// Run directory written by `classwise train`.
     #[arg(long)]
-    run: PathBuf,
+    run: Option<PathBuf>,
+    /// A model card (TOML): weights another library wrote, with their architecture,
+    /// normalisation, data set and ε (the book's chapter on published models).
+    #[arg(long)]
+    card: Option<PathBuf>,
+    /// A model of the catalogue (RobustBench's CIFAR-10/100 L∞ zoo, `classwise zoo --list`),
+    /// e.g. Carmon2019Unlabeled or cifar100/Rice2020Overfitting; with --weights.
+    #[arg(long, requires = "weights")]
+    zoo: Option<String>,
+    /// The weights of the --zoo model: its `torch.save` file (.pt/.pth) or safetensors.
+    #[arg(long, requires = "zoo")]
+    weights: Option<PathBuf>,
+    /// Where the reports of a --card or --zoo model go [default: eval-<name>/ next to the
+    /// card; zoo-eval/<dataset>-<name>/ for --zoo].
+    #[arg(long, conflicts_with = "run")]
+    out: Option<PathBuf>,
+    /// The device of a --card or --zoo evaluation: auto (CUDA when available), cpu or cuda.
+    #[arg(long, default_value = "auto", conflicts_with = "run", value_parser = |s: &str| s.parse::<classwise_trainer::run::DeviceChoice>().map_err(|e| e.to_string()))]
+    device: classwise_trainer::run::DeviceChoice,
     /// last | best | ema, fawa (the last epoch's weight averages) | best-ema, best-fawa (the
-    /// selected averages) | a path to model weights.
-    #[arg(long, default_value = "last")]
+    /// selected averages) | a path to model weights (of the run's architecture).
+    #[arg(long, default_value = "last", conflicts_with_all = ["card", "zoo"])]
     checkpoint: String,
     /// Attack [default: the run's evaluation attack].
     #[arg(long, value_enum)]
@@ -279,7 +302,7 @@ fn train_run(
 }
 
 pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let out = job::run(&RunDir(a.run.clone()), &eval_request(a)?)?;
+    let out = job::run(eval_source(a)?.as_ref(), &eval_request(a)?)?;
     if a.json {
         println!("{}", out.json);
     } else {
@@ -291,6 +314,30 @@ pub fn eval(a: &EvalArgs) -> anyhow::Result<ExitCode> {
     let (json, md) = (out.json_path.display(), out.markdown_path.display());
     eprintln!("wrote {json} and {md}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The model source `classwise eval` names: a run, a card, or a catalogue entry with weights.
+fn eval_source(a: &EvalArgs) -> anyhow::Result<Box<dyn ModelSource>> {
+    if let Some(run) = &a.run {
+        return Ok(Box::new(RunDir(run.clone())));
+    }
+    let device = a.device.device()?;
+    let (card, origin, default_out) = match (&a.card, &a.zoo, &a.weights) {
+        (Some(path), _, _) => {
+            let card = ModelCard::read(path)?;
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let out = dir.join(format!("eval-{}", slug(&card.name)));
+            (card, Some(path.clone()), out)
+        }
+        (None, Some(name), Some(weights)) => {
+            let entry = Catalogue::builtin()?.find(name, None)?.clone();
+            let out = Path::new("zoo-eval").join(format!("{}-{}", catalogue::slug(entry.dataset), slug(&entry.name)));
+            (entry.card(weights), None, out)
+        }
+        _ => anyhow::bail!("eval needs --run, --card, or --zoo with --weights"),
+    };
+    let out_dir = a.out.clone().unwrap_or(default_out);
+    Ok(Box::new(CardSource { card, device, out_dir, origin }))
 }
 
 /// The library's request for `classwise eval`'s arguments.

@@ -25,6 +25,7 @@ pub mod runtime;
 pub mod seed;
 pub mod sweep;
 pub mod train;
+pub mod zoo;
 
 pub use classwise_core::interrupt;
 pub use error::{Result, TrainerError};

@@ -120,6 +120,19 @@ impl Architecture {
         }
     }
 
+    /// The name of the classifier's weight (`[K, features]`), whose rows are the classes.
+    pub fn head(&self) -> &'static str {
+        match self {
+            Architecture::WideResNet { .. } => "fc.weight",
+            Architecture::DmWideResNet { .. } | Architecture::DmPreActResNet { .. } => {
+                "logits.weight"
+            }
+            Architecture::PreActResNet18 { .. } | Architecture::ResNet18 => "linear.weight",
+            Architecture::SmallCnn { .. } => "classifier.fc3.weight",
+            Architecture::SmallCnnCifar => "fc2.weight",
+        }
+    }
+
     /// A short human-readable name, e.g. `WRN-34-10`.
     pub fn name(&self) -> String {
         match self {

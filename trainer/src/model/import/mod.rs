@@ -112,6 +112,11 @@ impl Checkpoint {
         names
     }
 
+    /// The shape of the file's tensor `name`, if it has one of that name.
+    pub fn shape(&self, name: &str) -> Option<&[i64]> {
+        self.entry(name).map(|e| e.shape.as_slice())
+    }
+
     fn entry(&self, name: &str) -> Option<&Entry> {
         self.entries.iter().find(|(n, _)| n == name).map(|(_, e)| e)
     }
@@ -163,9 +168,19 @@ impl Model {
     /// it cannot be read; nothing is returned half loaded. Also returns the key map used.
     pub fn import(path: &Path, spec: &ModelSpec, device: Device) -> Result<(Model, KeyMap)> {
         spec.validate()?;
-        let checkpoint = Checkpoint::open(path)?;
+        Model::import_checkpoint(&Checkpoint::open(path)?, spec, device)
+    }
+
+    /// [`Model::import`] from a checkpoint already opened.
+    pub fn import_checkpoint(
+        checkpoint: &Checkpoint,
+        spec: &ModelSpec,
+        device: Device,
+    ) -> Result<(Model, KeyMap)> {
+        spec.validate()?;
+        let path = &checkpoint.path;
         let mut map = keys::map(&checkpoint.names(), &spec.architecture);
-        check_normalization(&checkpoint, &mut map, spec)?;
+        check_normalization(checkpoint, &mut map, spec)?;
         let mut model = Model::build(spec, device, false);
         let file: Vec<_> = map
             .kept
@@ -189,7 +204,7 @@ impl Model {
                 format!("does not fit a {}{nest}:{mismatches}", spec.describe()),
             ));
         }
-        model.copy_from(&checkpoint, &map)?;
+        model.copy_from(checkpoint, &map)?;
         Ok((model, map))
     }
 

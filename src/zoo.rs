@@ -1,0 +1,80 @@
+//! `classwise zoo` (the catalogue of published models and their class-wise leaderboard) and
+//! `classwise export` (a run's model as a PyTorch state dict with a card).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use classwise_core::name::slug;
+use classwise_trainer::data::DataSource;
+use classwise_trainer::run::RunDir;
+use classwise_trainer::zoo::{Catalogue, catalogue, export};
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// Run directory written by `classwise train`.
+    #[arg(long)]
+    run: PathBuf,
+    /// last | best | ema, fawa | best-ema, best-fawa | a path to weights of the run's
+    /// architecture.
+    #[arg(long, default_value = "last")]
+    checkpoint: String,
+    /// The safetensors file to write (a card goes to FILE.card.toml when the run's data set
+    /// is CIFAR-10/100, Fashion-MNIST or Tiny-ImageNet).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// `classwise export`.
+pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let dir = RunDir(a.run.clone());
+    let config = dir.read_config()?;
+    let model = dir.load_model(&a.checkpoint, tch::Device::Cpu)?;
+    let dataset = match &config.data.source {
+        DataSource::Files { id, .. } => Some(*id),
+        DataSource::Synthetic(_) => None,
+    };
+    let run_name = a.run.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = format!("{}-{}", slug(&run_name), slug(&a.checkpoint));
+    let out = export::export(&model, &a.out, &name, dataset, &config.eval.eps.text)?;
+    eprintln!("wrote {} ({})", out.weights.display(), model.spec().describe());
+    match out.card {
+        Some(card) => eprintln!("wrote {}", card.display()),
+        None => eprintln!("no card: the run's data set is synthetic (a card names a data set)"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Subcommand)]
+pub enum ZooCommand {
+    /// The catalogue: RobustBench's CIFAR-10/100 L∞ models classwise can build (architecture,
+    /// normalisation, reported clean and AutoAttack accuracy), and those it cannot, with why.
+    List {
+        /// Only this data set (cifar10 or cifar100).
+        #[arg(long)]
+        dataset: Option<String>,
+    },
+}
+
+pub fn run(command: ZooCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ZooCommand::List { dataset } => list(dataset.as_deref()),
+    }
+}
+
+fn list(dataset: Option<&str>) -> anyhow::Result<ExitCode> {
+    let cat = Catalogue::builtin()?;
+    let keep = |d| dataset.is_none_or(|want| catalogue::slug(d) == want);
+    println!("| data set | name | architecture | normalisation | clean % | AutoAttack % |");
+    println!("|---|---|---|---|---|---|");
+    for e in cat.model.iter().filter(|e| keep(e.dataset)) {
+        let norm = e.normalization.as_ref().map_or("none".to_owned(), |n| n.describe());
+        let (ds, arch) = (catalogue::slug(e.dataset), e.architecture.name());
+        println!("| {ds} | {} | {arch} | {norm} | {:.2} | {:.2} |", e.name, e.clean_acc, e.autoattack_acc);
+    }
+    println!("\nNot buildable by classwise:\n");
+    for u in cat.unsupported.iter().filter(|u| keep(u.dataset)) {
+        println!("- {}/{} ({}): {}", catalogue::slug(u.dataset), u.name, u.architecture_text, u.reason);
+    }
+    Ok(ExitCode::SUCCESS)
+}
