@@ -5,13 +5,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use classwise_core::name::slug;
 use classwise_trainer::bench::{self, AaBench, AaSettings, BenchModel, BenchPlan, Workload};
+use classwise_trainer::eval::ModelSource;
 use classwise_trainer::eval::autoattack::{AaAttack, Version};
 use classwise_trainer::eval::job::{self, AttackChoice, AutoAttackJob, EvalJob, EvalRequest};
 use classwise_trainer::eval::{RobustCounting, markdown};
 use classwise_trainer::model::MemoryFormat;
-use classwise_core::name::slug;
-use classwise_trainer::eval::ModelSource;
 use classwise_trainer::run::{self, RunConfig, RunDir, TrainOptions};
 use classwise_trainer::zoo::catalogue;
 use classwise_trainer::zoo::{CardSource, Catalogue, ModelCard};
@@ -331,13 +331,17 @@ fn eval_source(a: &EvalArgs) -> anyhow::Result<Box<dyn ModelSource>> {
         }
         (None, Some(name), Some(weights)) => {
             let entry = Catalogue::builtin()?.find(name, None)?.clone();
-            let out = Path::new("zoo-eval").join(format!("{}-{}", catalogue::slug(entry.dataset), slug(&entry.name)));
+            let out = Path::new("zoo-eval").join(format!(
+                "{}-{}",
+                catalogue::slug(entry.dataset),
+                slug(&entry.name)
+            ));
             (entry.card(weights), None, out)
         }
         _ => anyhow::bail!("eval needs --run, --card, or --zoo with --weights"),
     };
     let out_dir = a.out.clone().unwrap_or(default_out);
-    Ok(Box::new(CardSource { card, device, out_dir, origin }))
+    Ok(Box::new(CardSource::new(card, device, out_dir, origin)))
 }
 
 /// The library's request for `classwise eval`'s arguments.

@@ -6,10 +6,15 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use classwise_core::name::slug;
+use classwise_core::record::Reported;
 use classwise_trainer::data::DataSource;
-use classwise_trainer::run::RunDir;
 use classwise_trainer::data::DatasetId;
+use classwise_trainer::eval::autoattack::{AaAttack, Version};
+use classwise_trainer::eval::job::{AutoAttackJob, EvalJob, EvalRequest};
 use classwise_trainer::model::Model;
+use classwise_trainer::run::DeviceChoice;
+use classwise_trainer::run::RunDir;
+use classwise_trainer::zoo::leaderboard::{self, Arena, Contender};
 use classwise_trainer::zoo::{CardSource, Catalogue, ModelCard, catalogue, export};
 use tch::Device;
 
@@ -37,7 +42,12 @@ pub struct ExportArgs {
 fn export_subject(a: &ExportArgs) -> anyhow::Result<(Model, String, Option<DatasetId>, String)> {
     if let Some(path) = &a.card {
         let card = ModelCard::read(path)?;
-        let source = CardSource { card: card.clone(), device: Device::Cpu, out_dir: PathBuf::new(), origin: Some(path.clone()) };
+        let source = CardSource::new(
+            card.clone(),
+            Device::Cpu,
+            PathBuf::new(),
+            Some(path.clone()),
+        );
         return Ok((source.load()?, card.name, Some(card.dataset), card.eps));
     }
     let run = a.run.clone().unwrap_or_default();
@@ -48,7 +58,10 @@ fn export_subject(a: &ExportArgs) -> anyhow::Result<(Model, String, Option<Datas
         DataSource::Files { id, .. } => Some(*id),
         DataSource::Synthetic(_) => None,
     };
-    let run_name = run.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let run_name = run
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let name = format!("{}-{}", slug(&run_name), slug(&a.checkpoint));
     Ok((model, name, dataset, config.eval.eps.text))
 }
@@ -57,7 +70,11 @@ fn export_subject(a: &ExportArgs) -> anyhow::Result<(Model, String, Option<Datas
 pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let (model, name, dataset, eps) = export_subject(a)?;
     let out = export::export(&model, &a.out, &name, dataset, &eps)?;
-    eprintln!("wrote {} ({})", out.weights.display(), model.spec().describe());
+    eprintln!(
+        "wrote {} ({})",
+        out.weights.display(),
+        model.spec().describe()
+    );
     match out.card {
         Some(card) => eprintln!("wrote {}", card.display()),
         None => eprintln!("no card: the run's data set is synthetic (a card names a data set)"),
@@ -74,12 +91,117 @@ pub enum ZooCommand {
         #[arg(long)]
         dataset: Option<String>,
     },
+    /// A class-wise leaderboard: evaluate models (cards, or catalogue names with their
+    /// weights) on one data set with AutoAttack, resumable per model and per batch, and write
+    /// one table (per-class clean and robust accuracy, worst class, spread, rank by average
+    /// against rank by worst class, the reported accuracy beside ours) and its figures.
+    Run(RunArgs),
 }
 
 pub fn run(command: ZooCommand) -> anyhow::Result<ExitCode> {
     match command {
         ZooCommand::List { dataset } => list(dataset.as_deref()),
+        ZooCommand::Run(a) => leaderboard(&a),
     }
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// A model card (repeatable).
+    #[arg(long)]
+    card: Vec<PathBuf>,
+    /// A catalogue model with its weights, NAME=FILE (repeatable), e.g.
+    /// Carmon2019Unlabeled=weights/Carmon2019Unlabeled.pt.
+    #[arg(long, value_name = "NAME=FILE")]
+    zoo: Vec<String>,
+    /// The leaderboard's directory (one sub-directory per model; rerun to resume).
+    #[arg(long, default_value = "zoo-leaderboard")]
+    out: PathBuf,
+    /// Evaluate the first N test images of each class [default: the whole test set].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    test_per_class: Option<u64>,
+    /// AutoAttack version: standard, plus or rand.
+    #[arg(long, default_value = "standard", value_parser = |s: &str| s.parse::<Version>())]
+    version: Version,
+    /// A custom list of AutoAttack's attacks instead of the version (e.g. apgd-ce,apgd-t).
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<AaAttack>())]
+    attacks: Option<Vec<AaAttack>>,
+    /// Points per attack batch.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+    batch_size: u64,
+    /// Directory holding the data sets.
+    #[arg(long, env = "CLASSWISE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// auto (CUDA when available), cpu or cuda.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<DeviceChoice>().map_err(|e| e.to_string()))]
+    device: DeviceChoice,
+}
+
+/// The contenders of `zoo run`: cards, then catalogue entries with their weights.
+fn contenders(a: &RunArgs, cat: &Catalogue) -> anyhow::Result<Vec<Contender>> {
+    let reported = |e: &catalogue::Entry| Reported {
+        clean: e.clean_acc,
+        robust: e.autoattack_acc,
+        source: e.source.clone(),
+    };
+    let mut out = Vec::new();
+    for path in &a.card {
+        let card = ModelCard::read(path)?;
+        let name = card.catalogue.clone().unwrap_or_else(|| card.name.clone());
+        let entry = cat.find(&name, Some(card.dataset)).ok();
+        out.push(Contender {
+            reported: entry.map(reported),
+            card,
+        });
+    }
+    for pair in &a.zoo {
+        let (name, file) = pair
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--zoo {pair}: expected NAME=FILE"))?;
+        let entry = cat.find(name, None)?;
+        out.push(Contender {
+            card: entry.card(std::path::Path::new(file)),
+            reported: Some(reported(entry)),
+        });
+    }
+    Ok(out)
+}
+
+/// `classwise zoo run`.
+fn leaderboard(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    let cat = Catalogue::builtin()?;
+    let contenders = contenders(a, &cat)?;
+    let request = EvalRequest {
+        checkpoint: String::new(),
+        eps: None,
+        robust_counting: None,
+        test_per_class: a.test_per_class.map(usize::try_from).transpose()?,
+        memory_format: None,
+        data_dir: a.data_dir.clone(),
+        job: EvalJob::AutoAttack(AutoAttackJob {
+            version: a.version,
+            attacks: a.attacks.clone(),
+            batch_size: usize::try_from(a.batch_size)?,
+            save_adv: false,
+        }),
+    };
+    std::fs::create_dir_all(&a.out)?;
+    let arena = Arena {
+        request,
+        device: a.device.device()?,
+        out: a.out.clone(),
+        data: None,
+    };
+    let board = leaderboard::run(&contenders, &arena)?;
+    let figures = a.out.join("figures");
+    classwise_figures::zoo::render_all(&board, &figures)?;
+    print!("{}", std::fs::read_to_string(a.out.join("leaderboard.md"))?);
+    eprintln!(
+        "wrote {} (leaderboard.json, leaderboard.md) and {}",
+        a.out.display(),
+        figures.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list(dataset: Option<&str>) -> anyhow::Result<ExitCode> {
@@ -88,13 +210,25 @@ fn list(dataset: Option<&str>) -> anyhow::Result<ExitCode> {
     println!("| data set | name | architecture | normalisation | clean % | AutoAttack % |");
     println!("|---|---|---|---|---|---|");
     for e in cat.model.iter().filter(|e| keep(e.dataset)) {
-        let norm = e.normalization.as_ref().map_or("none".to_owned(), |n| n.describe());
+        let norm = e
+            .normalization
+            .as_ref()
+            .map_or("none".to_owned(), |n| n.describe());
         let (ds, arch) = (catalogue::slug(e.dataset), e.architecture.name());
-        println!("| {ds} | {} | {arch} | {norm} | {:.2} | {:.2} |", e.name, e.clean_acc, e.autoattack_acc);
+        println!(
+            "| {ds} | {} | {arch} | {norm} | {:.2} | {:.2} |",
+            e.name, e.clean_acc, e.autoattack_acc
+        );
     }
     println!("\nNot buildable by classwise:\n");
     for u in cat.unsupported.iter().filter(|u| keep(u.dataset)) {
-        println!("- {}/{} ({}): {}", catalogue::slug(u.dataset), u.name, u.architecture_text, u.reason);
+        println!(
+            "- {}/{} ({}): {}",
+            catalogue::slug(u.dataset),
+            u.name,
+            u.architecture_text,
+            u.reason
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -20,6 +20,7 @@ pub mod style;
 pub mod table;
 pub mod theory;
 pub mod toy;
+pub mod zoo;
 
 pub use error::{FigureError, Result};
 pub use render::{Figure, Rendered, render, write_index};

@@ -13,8 +13,7 @@ use classwise_trainer::model::import::Checkpoint;
 use classwise_trainer::model::{Architecture, Model, ModelSpec, Normalization};
 use classwise_trainer::zoo::card::NoNormalization;
 use classwise_trainer::zoo::{
-    CardNormalization, CardSource, Catalogue, ModelCard, ThreatModel, agree_with_catalogue,
-    export,
+    CardNormalization, CardSource, Catalogue, ModelCard, ThreatModel, agree_with_catalogue, export,
 };
 use tch::Device;
 
@@ -49,22 +48,21 @@ fn dm_card() -> ModelCard {
 }
 
 fn source(card: ModelCard) -> CardSource {
-    CardSource {
-        card,
-        device: CPU,
-        out_dir: std::env::temp_dir(),
-        origin: None,
-    }
+    CardSource::new(card, CPU, std::env::temp_dir(), None)
 }
 
 #[test]
 fn the_catalogue_builds_every_supported_entry() {
     let cat = Catalogue::builtin().unwrap();
     let count = |d| cat.model.iter().filter(|e| e.dataset == d).count();
-    assert_eq!((count(DatasetId::Cifar10), count(DatasetId::Cifar100)), (57, 31));
+    assert_eq!(
+        (count(DatasetId::Cifar10), count(DatasetId::Cifar100)),
+        (57, 31)
+    );
     for e in &cat.model {
         let card = e.card(Path::new("weights.pt"));
-        card.check().unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        card.check()
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name));
         agree_with_catalogue(&card, &cat).unwrap();
     }
     let carmon = cat.find("Carmon2019Unlabeled", None).unwrap();
@@ -81,11 +79,20 @@ fn the_catalogue_builds_every_supported_entry() {
 #[test]
 fn unsupported_unknown_and_ambiguous_names_are_refused_with_why() {
     let cat = Catalogue::builtin().unwrap();
-    let err = cat.find("Engstrom2019Robustness", None).unwrap_err().to_string();
-    assert!(err.contains("Bottleneck") && err.contains("ResNet-18"), "{err}");
+    let err = cat
+        .find("Engstrom2019Robustness", None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("Bottleneck") && err.contains("ResNet-18"),
+        "{err}"
+    );
     let err = cat.find("NoSuchModel2030", None).unwrap_err().to_string();
     assert!(err.contains("classwise zoo list"), "{err}");
-    let err = cat.find("Rice2020Overfitting", None).unwrap_err().to_string();
+    let err = cat
+        .find("Rice2020Overfitting", None)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("cifar10 and cifar100"), "{err}");
     let rice = cat.find("cifar100/Rice2020Overfitting", None).unwrap();
     assert_eq!(rice.dataset, DatasetId::Cifar100);
@@ -100,7 +107,10 @@ fn a_card_without_the_catalogues_normalisation_is_refused() {
     card.normalization = CardNormalization::None(NoNormalization::None);
     card.catalogue = None; // the name alone ties it to the entry
     let err = agree_with_catalogue(&card, &cat).unwrap_err().to_string();
-    assert!(err.contains("normalization") && err.contains("none"), "{err}");
+    assert!(
+        err.contains("normalization") && err.contains("none"),
+        "{err}"
+    );
     assert!(err.contains("0.4914"), "{err}");
 }
 
@@ -115,14 +125,21 @@ fn a_card_must_state_its_normalisation_even_when_none() {
     let tmp = tempfile::tempdir().unwrap();
     let body = "name = \"m\"\nfile = \"m.pt\"\ndataset = \"cifar10\"\nthreat_model = \"Linf\"\n\
                 eps = \"8/255\"\narchitecture = { kind = \"resnet18\" }\n";
-    let err = ModelCard::read(&write_card(tmp.path(), body)).unwrap_err().to_string();
-    assert!(err.contains("model.card.toml") && err.contains("normalization"), "{err}");
+    let err = ModelCard::read(&write_card(tmp.path(), body))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("model.card.toml") && err.contains("normalization"),
+        "{err}"
+    );
     let with_none = format!("{body}normalization = \"none\"\n");
     let card = ModelCard::read(&write_card(tmp.path(), &with_none)).unwrap();
     assert_eq!(card.spec().normalization, None);
     assert_eq!(card.file, tmp.path().join("m.pt"));
     let l2 = with_none.replace("Linf", "L2");
-    let err = ModelCard::read(&write_card(tmp.path(), &l2)).unwrap_err().to_string();
+    let err = ModelCard::read(&write_card(tmp.path(), &l2))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("threat_model"), "{err}");
 }
 
@@ -133,7 +150,10 @@ fn a_data_set_with_other_classes_than_the_head_is_refused() {
     card.normalization = CardNormalization::Some(Normalization::cifar100());
     let err = source(card).load().unwrap_err().to_string();
     assert!(err.contains("dm_wide_resnet_relu.pt"), "{err}");
-    assert!(err.contains("`logits.weight` has 10 outputs") && err.contains("100 classes"), "{err}");
+    assert!(
+        err.contains("`logits.weight` has 10 outputs") && err.contains("100 classes"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -156,7 +176,14 @@ fn an_export_is_the_reference_state_dict_and_reloads_through_its_card() {
     let model = source(card.clone()).load().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("exported.safetensors");
-    let written = export::export(&model, &out, "tiny-dm-export", Some(DatasetId::Cifar10), "8/255").unwrap();
+    let written = export::export(
+        &model,
+        &out,
+        "tiny-dm-export",
+        Some(DatasetId::Cifar10),
+        "8/255",
+    )
+    .unwrap();
     // The same names (BatchNorm counters included) and shapes as the file torch.save wrote.
     let original = Checkpoint::open(&card.file).unwrap();
     let exported = Checkpoint::open(&out).unwrap();
@@ -168,7 +195,11 @@ fn an_export_is_the_reference_state_dict_and_reloads_through_its_card() {
     let reread = ModelCard::read(&card_path).unwrap();
     assert_eq!(reread.spec(), card.spec());
     let again = source(reread).load().unwrap();
-    let same = model.state().iter().zip(again.state()).all(|((n, a), (m, b))| *n == m && a.equal(&b));
+    let same = model
+        .state()
+        .iter()
+        .zip(again.state())
+        .all(|((n, a), (m, b))| *n == m && a.equal(&b));
     assert!(same, "the exported weights differ");
 }
 
@@ -178,7 +209,12 @@ fn an_export_is_the_reference_state_dict_and_reloads_through_its_card() {
 fn a_full_size_export_matches_the_reference_state_dict() {
     let text = std::fs::read_to_string(fixtures().join("shapes.json")).unwrap();
     let all: BTreeMap<String, BTreeMap<String, Vec<i64>>> = serde_json::from_str(&text).unwrap();
-    let model = Model::new(&ModelSpec::new(Architecture::ResNet18, 10, [3, 32, 32]), CPU, 0).unwrap();
+    let model = Model::new(
+        &ModelSpec::new(Architecture::ResNet18, 10, [3, 32, 32]),
+        CPU,
+        0,
+    )
+    .unwrap();
     let ours: BTreeMap<String, Vec<i64>> = export::pytorch_state(&model)
         .into_iter()
         .map(|(n, t)| (n, t.size()))

@@ -12,8 +12,8 @@ use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
 use super::Net;
-use super::layers::{Conv2d, Linear, Scope, global_avg_pool, same_pad};
 use super::activation::Activation;
+use super::layers::{Conv2d, Linear, Scope, global_avg_pool, same_pad};
 
 /// Blocks per stage of the depths the reference defines: 18 → (2, 2, 2, 2), 34 → (3, 4, 6, 3).
 pub(crate) fn blocks_per_stage(depth: usize) -> Option<[usize; 4]> {

@@ -13,10 +13,10 @@ use tch::Tensor;
 use tch::nn::{self, Module, ModuleT};
 
 use super::Net;
+use super::activation::Activation;
 use super::layers::{
     Conv2d, Linear, Scope, forward_blocks, global_avg_pool, residual_stages, same_pad,
 };
-use super::activation::Activation;
 
 /// Width of the stem conv.
 const STEM_WIDTH: i64 = 16;

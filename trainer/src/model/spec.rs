@@ -102,7 +102,6 @@ fn default_base_width() -> usize {
     64
 }
 
-
 impl Architecture {
     /// TRADES' SmallCNN as the reference initialises it (zero last layer).
     pub fn small_cnn() -> Self {

@@ -61,7 +61,8 @@ impl CardNormalization {
 
     /// `"none"` or the normalisation's description.
     pub fn describe(&self) -> String {
-        self.get().map_or("none".to_owned(), Normalization::describe)
+        self.get()
+            .map_or("none".to_owned(), Normalization::describe)
     }
 }
 
@@ -99,8 +100,8 @@ impl ModelCard {
     /// Reads the card at `path`; its `file` is resolved against the card's directory.
     pub fn read(path: &Path) -> Result<ModelCard> {
         let text = std::fs::read_to_string(path).at("reading", path)?;
-        let mut card: ModelCard = toml::from_str(&text)
-            .map_err(|e| bad(path, format!("not a model card: {e}")))?;
+        let mut card: ModelCard =
+            toml::from_str(&text).map_err(|e| bad(path, format!("not a model card: {e}")))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         card.file = dir.join(&card.file);
         card.check().map_err(|e| bad(path, e.to_string()))?;
@@ -160,5 +161,9 @@ pub fn sha256_file(path: &Path) -> Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }

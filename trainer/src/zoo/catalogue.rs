@@ -79,7 +79,11 @@ impl Catalogue {
     pub fn find(&self, name: &str, dataset: Option<DatasetId>) -> Result<&Entry> {
         let (dataset, name) = split_dataset(name, dataset)?;
         let fits = |n: &str, d: DatasetId| n == name && dataset.is_none_or(|want| want == d);
-        let found: Vec<&Entry> = self.model.iter().filter(|e| fits(&e.name, e.dataset)).collect();
+        let found: Vec<&Entry> = self
+            .model
+            .iter()
+            .filter(|e| fits(&e.name, e.dataset))
+            .collect();
         match found.as_slice() {
             [one] => Ok(one),
             [] => Err(self.missing(name, dataset)),
@@ -88,7 +92,10 @@ impl Catalogue {
                 name,
                 format!(
                     "one data set: the name is in {}; write e.g. `{}/{name}`",
-                    many.iter().map(|e| slug(e.dataset)).collect::<Vec<_>>().join(" and "),
+                    many.iter()
+                        .map(|e| slug(e.dataset))
+                        .collect::<Vec<_>>()
+                        .join(" and "),
                     slug(many[0].dataset)
                 ),
             )),
@@ -129,7 +136,13 @@ fn split_dataset(name: &str, dataset: Option<DatasetId>) -> Result<(Option<Datas
         return Ok((dataset, name));
     };
     let parsed: DatasetId = serde_json::from_value(serde_json::Value::String(prefix.to_owned()))
-        .map_err(|_| invalid("zoo", name, "NAME or DATASET/NAME with DATASET cifar10 or cifar100"))?;
+        .map_err(|_| {
+            invalid(
+                "zoo",
+                name,
+                "NAME or DATASET/NAME with DATASET cifar10 or cifar100",
+            )
+        })?;
     match dataset {
         Some(d) if d != parsed => Err(invalid("zoo", name, format!("the data set {}", slug(d)))),
         _ => Ok((Some(parsed), rest)),

@@ -25,7 +25,12 @@ pub fn pytorch_state(model: &Model) -> Vec<(String, Tensor)> {
     let counters: Vec<(String, Tensor)> = state
         .iter()
         .filter_map(|(name, _)| name.strip_suffix(".running_mean"))
-        .map(|bn| (format!("{bn}.num_batches_tracked"), Tensor::from(0i64).to_kind(Kind::Int64)))
+        .map(|bn| {
+            (
+                format!("{bn}.num_batches_tracked"),
+                Tensor::from(0i64).to_kind(Kind::Int64),
+            )
+        })
         .collect();
     state.extend(counters);
     state.sort_by(|a, b| a.0.cmp(&b.0));
@@ -51,7 +56,10 @@ pub fn export(
 ) -> Result<Exported> {
     save_tensors(out, &pytorch_state(model))?;
     let Some(dataset) = dataset else {
-        return Ok(Exported { weights: out.to_path_buf(), card: None });
+        return Ok(Exported {
+            weights: out.to_path_buf(),
+            card: None,
+        });
     };
     let spec = model.spec();
     let card = ModelCard {
@@ -70,8 +78,12 @@ pub fn export(
         citation: String::new(),
         catalogue: None,
     };
-    let text = toml::to_string(&card).map_err(|e| crate::error::invalid("card", e, "serialisable"))?;
+    let text =
+        toml::to_string(&card).map_err(|e| crate::error::invalid("card", e, "serialisable"))?;
     let path = PathBuf::from(format!("{}.card.toml", out.display()));
     crate::io::write_atomic(&path, text.as_bytes())?;
-    Ok(Exported { weights: out.to_path_buf(), card: Some(path) })
+    Ok(Exported {
+        weights: out.to_path_buf(),
+        card: Some(path),
+    })
 }

@@ -3,9 +3,11 @@
 //! models for every `classwise eval` job ([`source`]).
 
 pub mod card;
-pub mod export;
 pub mod catalogue;
+pub mod export;
+pub mod leaderboard;
 pub mod source;
+pub mod text;
 
 pub use card::{CardNormalization, ModelCard, ThreatModel};
 pub use catalogue::Catalogue;
@@ -27,15 +29,25 @@ pub fn agree_with_catalogue(card: &ModelCard, catalogue: &Catalogue) -> Result<(
         return Err(invalid(
             format!("card `{}`: architecture", card.name),
             card.architecture.name(),
-            format!("{}, as the catalogue entry {} records", entry.architecture.name(), entry.name),
+            format!(
+                "{}, as the catalogue entry {} records",
+                entry.architecture.name(),
+                entry.name
+            ),
         ));
     }
     if entry.normalization.as_ref() != card.normalization.get() {
-        let want = entry.normalization.as_ref().map_or("none".to_owned(), |n| n.describe());
+        let want = entry
+            .normalization
+            .as_ref()
+            .map_or("none".to_owned(), |n| n.describe());
         return Err(invalid(
             format!("card `{}`: normalization", card.name),
             card.normalization.describe(),
-            format!("{want}, as the catalogue entry {} records ({})", entry.name, entry.source),
+            format!(
+                "{want}, as the catalogue entry {} records ({})",
+                entry.name, entry.source
+            ),
         ));
     }
     Ok(())

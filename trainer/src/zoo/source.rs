@@ -24,6 +24,10 @@ pub struct CardSource {
     pub out_dir: PathBuf,
     /// The file the card came from (`None`: built from the catalogue), named in errors.
     pub origin: Option<PathBuf>,
+    /// The data set's files: the card's data set as found under the data roots with its
+    /// official counts ([`CardSource::new`]), or another source of the same data set (a
+    /// reduced copy in the tests).
+    pub data: DataSource,
 }
 
 /// The settings of a card's evaluations: PGD-20 (step ε/4, uniform start) at the card's ε
@@ -43,6 +47,18 @@ fn settings(card: &ModelCard, device: Device) -> Result<EvalSettings> {
 }
 
 impl CardSource {
+    /// The card's model on `device`, its reports in `out_dir`, its data set's official files.
+    pub fn new(card: ModelCard, device: Device, out_dir: PathBuf, origin: Option<PathBuf>) -> Self {
+        let data = DataSource::files(card.dataset);
+        CardSource {
+            card,
+            device,
+            out_dir,
+            origin,
+            data,
+        }
+    }
+
     /// Checks the card against the catalogue entry it names (or has the name of), the
     /// weights' SHA-256 when the card gives one, and the classifier's rows against the data
     /// set's classes; then imports the weights.
@@ -83,18 +99,24 @@ fn check_head(checkpoint: &Checkpoint, card: &ModelCard) -> Result<()> {
 impl ModelSource for CardSource {
     /// The card's model (`name` is not used: a card holds one model).
     fn open(&self, _name: &str) -> Result<Subject> {
-        std::fs::create_dir_all(&self.out_dir)
-            .map_err(|source| TrainerError::Io { context: "creating", path: self.out_dir.clone(), source })?;
+        std::fs::create_dir_all(&self.out_dir).map_err(|source| TrainerError::Io {
+            context: "creating",
+            path: self.out_dir.clone(),
+            source,
+        })?;
         Ok(Subject {
             model: self.load()?,
             name: classwise_core::name::slug(&self.card.name),
             settings: settings(&self.card, self.device)?,
-            data: DataSource::files(self.card.dataset),
+            data: self.data.clone(),
             test_per_class: None,
             device: self.device,
             memory_format: MemoryFormat::RUN_DEFAULT,
             out_dir: self.out_dir.clone(),
-            origin: self.origin.clone().unwrap_or_else(|| self.card.file.clone()),
+            origin: self
+                .origin
+                .clone()
+                .unwrap_or_else(|| self.card.file.clone()),
         })
     }
 }

@@ -12,7 +12,7 @@ use crate::style::{self, Chart, DrawResult};
 use crate::table::{Cell, Table};
 
 /// White to dark blue.
-fn heat(v: f64) -> RGBColor {
+pub(crate) fn heat(v: f64) -> RGBColor {
     let t = v.clamp(0.0, 1.0).sqrt();
     let lerp = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
     RGBColor(lerp(255.0, 8.0), lerp(255.0, 48.0), lerp(255.0, 107.0))

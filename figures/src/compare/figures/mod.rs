@@ -18,7 +18,7 @@
 mod class_bars;
 mod confusion;
 mod error_bars;
-mod matrix;
+pub(crate) mod matrix;
 mod radar;
 
 pub use class_bars::ClassBars;
