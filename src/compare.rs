@@ -6,15 +6,17 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use classwise_core::eval::RobustCounting;
-use classwise_core::record::{REPORT_FILES, RunConfigView};
+use classwise_core::name::slug;
+use classwise_core::record::{Leaderboard, REPORT_FILES, RunConfigView};
 use classwise_figures::compare::claims::{self, ClaimsFile};
 use classwise_figures::compare::{self, Comparison, RunInput, RunResults};
 use classwise_trainer::sweep::{Manifest, SweepDir};
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
-    /// Run directories (`classwise train --out`) and sweep directories (every finished run,
-    /// grouped by its sweep group and averaged over its seeds).
+    /// Run directories (`classwise train --out`), sweep directories (every finished run,
+    /// grouped by its sweep group and averaged over its seeds) and leaderboards (`classwise
+    /// zoo run --out`: each model a group, compared as its model `last`).
     #[arg(required = true, value_name = "RUN_OR_SWEEP")]
     inputs: Vec<PathBuf>,
     /// The baseline of ρ (WAT eq. 7): a group name or one of the run directories
@@ -85,6 +87,8 @@ fn inputs(a: &CompareArgs) -> anyhow::Result<(Vec<RunInput>, Vec<String>)> {
         let prefix = label_of(&labels, input);
         if Manifest::path(input).is_file() {
             runs.extend(sweep_runs(input, prefix.as_deref(), &mut notes)?);
+        } else if input.join(LEADERBOARD_FILE).is_file() {
+            runs.extend(leaderboard_models(input, prefix.as_deref())?);
         } else {
             runs.push(run_dir(input, prefix)?);
         }
@@ -148,6 +152,24 @@ fn sweep_runs(
         input.display()
     );
     Ok(runs)
+}
+
+/// The leaderboard's file in a `classwise zoo run` directory.
+const LEADERBOARD_FILE: &str = "leaderboard.json";
+
+/// The models of the leaderboard `input` (`classwise zoo run --out`), one group each named
+/// after the model (prefixed `PREFIX:` when labelled), compared as their model `last`.
+fn leaderboard_models(input: &Path, prefix: Option<&str>) -> anyhow::Result<Vec<RunInput>> {
+    let path = input.join(LEADERBOARD_FILE);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let board = Leaderboard::parse(&text, &path.display().to_string())?;
+    let runs = board.models.iter().map(|row| RunInput {
+        dir: input.join("models").join(slug(&row.name)),
+        group: prefix.map_or(row.name.clone(), |p| format!("{p}:{}", row.name)),
+        seed: None,
+    });
+    Ok(runs.collect())
 }
 
 /// A run directory: its group is its `--label` NAME, else the directory's name.

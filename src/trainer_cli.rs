@@ -135,19 +135,8 @@ pub struct EvalArgs {
     /// test subset, `data.test_per_class`].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     test_per_class: Option<u64>,
-    /// AutoAttack version: standard (APGD-CE, APGD-T, FAB-T, Square), plus, or rand (APGD-CE
-    /// and APGD-DLR with EOT over 20 forwards).
-    #[arg(long, default_value = "standard", value_parser = |s: &str| s.parse::<Version>())]
-    version: Version,
-    /// AutoAttack: a custom list of attacks run in this order, each with the standard
-    /// version's settings, e.g. `apgd-ce,square` (apgd-ce, apgd-dlr, apgd-t, fab, fab-t,
-    /// square).
-    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<AaAttack>())]
-    attacks: Option<Vec<AaAttack>>,
-    /// AutoAttack: points per attack batch (a killed evaluation resumes from its last
-    /// finished batch).
-    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
-    batch_size: u64,
+    #[command(flatten)]
+    autoattack: AutoAttackArgs,
     /// AutoAttack: also save the images, adversarial examples, labels, test indices, clean
     /// logits and robust flags as `<report>-adv.safetensors` (for `tools/crosscheck`).
     #[arg(long)]
@@ -165,6 +154,36 @@ pub struct EvalArgs {
     /// attack reproduces the run's report exactly].
     #[arg(long, value_parser = |s: &str| s.parse::<MemoryFormat>())]
     memory_format: Option<MemoryFormat>,
+}
+
+/// AutoAttack's options, shared by `eval` and `zoo run`.
+#[derive(Args)]
+pub struct AutoAttackArgs {
+    /// AutoAttack version: standard (APGD-CE, APGD-T, FAB-T, Square), plus, or rand (APGD-CE
+    /// and APGD-DLR with EOT over 20 forwards).
+    #[arg(long, default_value = "standard", value_parser = |s: &str| s.parse::<Version>())]
+    version: Version,
+    /// AutoAttack: a custom list of attacks run in this order, each with the standard
+    /// version's settings, e.g. `apgd-ce,square` (apgd-ce, apgd-dlr, apgd-t, fab, fab-t,
+    /// square).
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<AaAttack>())]
+    attacks: Option<Vec<AaAttack>>,
+    /// AutoAttack: points per attack batch (a killed evaluation resumes from its last
+    /// finished batch).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+    batch_size: u64,
+}
+
+impl AutoAttackArgs {
+    /// The AutoAttack job of these options.
+    pub fn job(&self, save_adv: bool) -> anyhow::Result<AutoAttackJob> {
+        Ok(AutoAttackJob {
+            version: self.version,
+            attacks: self.attacks.clone(),
+            batch_size: usize::try_from(self.batch_size)?,
+            save_adv,
+        })
+    }
 }
 
 #[derive(Args)]
@@ -349,14 +368,9 @@ fn eval_request(a: &EvalArgs) -> anyhow::Result<EvalRequest> {
     let (steps, step) = (usize::try_from(a.steps)?, a.step);
     let job = match (a.protocol, a.attack) {
         (true, _) => EvalJob::Protocol {
-            autoattack_batch_size: usize::try_from(a.batch_size)?,
+            autoattack_batch_size: usize::try_from(a.autoattack.batch_size)?,
         },
-        (false, Some(AttackKind::Autoattack)) => EvalJob::AutoAttack(AutoAttackJob {
-            version: a.version,
-            attacks: a.attacks.clone(),
-            batch_size: usize::try_from(a.batch_size)?,
-            save_adv: a.save_adv,
-        }),
+        (false, Some(AttackKind::Autoattack)) => EvalJob::AutoAttack(a.autoattack.job(a.save_adv)?),
         (false, kind) => EvalJob::Attack(match kind {
             None | Some(AttackKind::Autoattack) => AttackChoice::Configured,
             Some(AttackKind::Pgd) => AttackChoice::Pgd { steps, step },

@@ -9,8 +9,9 @@ use classwise_core::name::slug;
 use classwise_core::record::Reported;
 use classwise_trainer::data::DataSource;
 use classwise_trainer::data::DatasetId;
-use classwise_trainer::eval::autoattack::{AaAttack, Version};
-use classwise_trainer::eval::job::{AutoAttackJob, EvalJob, EvalRequest};
+use classwise_trainer::eval::job::{EvalJob, EvalRequest};
+
+use crate::trainer_cli::AutoAttackArgs;
 use classwise_trainer::model::Model;
 use classwise_trainer::run::DeviceChoice;
 use classwise_trainer::run::RunDir;
@@ -120,15 +121,8 @@ pub struct RunArgs {
     /// Evaluate the first N test images of each class [default: the whole test set].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     test_per_class: Option<u64>,
-    /// AutoAttack version: standard, plus or rand.
-    #[arg(long, default_value = "standard", value_parser = |s: &str| s.parse::<Version>())]
-    version: Version,
-    /// A custom list of AutoAttack's attacks instead of the version (e.g. apgd-ce,apgd-t).
-    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<AaAttack>())]
-    attacks: Option<Vec<AaAttack>>,
-    /// Points per attack batch.
-    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
-    batch_size: u64,
+    #[command(flatten)]
+    autoattack: AutoAttackArgs,
     /// Directory holding the data sets.
     #[arg(long, env = "CLASSWISE_DATA_DIR")]
     data_dir: Option<PathBuf>,
@@ -178,12 +172,7 @@ fn leaderboard(a: &RunArgs) -> anyhow::Result<ExitCode> {
         test_per_class: a.test_per_class.map(usize::try_from).transpose()?,
         memory_format: None,
         data_dir: a.data_dir.clone(),
-        job: EvalJob::AutoAttack(AutoAttackJob {
-            version: a.version,
-            attacks: a.attacks.clone(),
-            batch_size: usize::try_from(a.batch_size)?,
-            save_adv: false,
-        }),
+        job: EvalJob::AutoAttack(a.autoattack.job(false)?),
     };
     std::fs::create_dir_all(&a.out)?;
     let arena = Arena {

@@ -1,8 +1,8 @@
 //! The class-wise leaderboard, `leaderboard.json`: several models evaluated on one data set
 //! under one protocol (`classwise zoo run`), one row per model with its per-class clean and
 //! robust accuracy, its worst class, the spread of its classes, its rank by average robust
-//! accuracy against its rank by worst-class robust accuracy (Tian et al. §3 compare models by
-//! both), and its overall robust accuracy against the accuracy its source reports.
+//! accuracy against its rank by worst-class robust accuracy (Tian et al. §4.3, Table 1,
+//! compare defences by both), and its overall robust accuracy against the accuracy its source reports.
 //!
 //! # Versions
 //!
@@ -72,6 +72,28 @@ pub struct Leaderboard {
     pub class_names: Vec<String>,
     /// In rank-by-average order.
     pub models: Vec<LeaderboardRow>,
+}
+
+/// `<leaderboard>/models/<name>/finished.json`: the mark of a model whose evaluation is done,
+/// reused only for the same weights and settings (`classwise zoo run`), and how `compare`
+/// finds the model's report in its directory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FinishedModel {
+    /// The report's file name in the model's directory.
+    pub report: String,
+    pub weights_sha256: String,
+    /// Everything that changes the report (attacks, ε, images, data).
+    pub settings: String,
+}
+
+impl FinishedModel {
+    /// The file name in a model's directory.
+    pub const FILE: &'static str = "finished.json";
+
+    /// Reads the mark from its JSON text; `what` names the file.
+    pub fn parse(text: &str, what: &str) -> Result<Self> {
+        parse_json::<Self>(text, what, "a leaderboard model's finished.json")
+    }
 }
 
 /// Competition ranks of `values` (1 for the largest; equal values share the better rank).

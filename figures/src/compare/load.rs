@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use classwise_core::record::{
-    AutoAttackReport, PredictionsRecord, ProtocolReport, REPORT_FILES, Report, RunConfigView,
+    AutoAttackReport, FinishedModel, PredictionsRecord, ProtocolReport, REPORT_FILES, Report,
+    RunConfigView,
 };
 use serde::Serialize;
 
@@ -185,6 +186,19 @@ fn later_evaluations(dir: &Path, evaluations: &mut Vec<Evaluated>) -> Result<()>
     Ok(())
 }
 
+/// The model of a leaderboard (`classwise zoo run`, `<board>/models/<name>/`): the report its
+/// `finished.json` names, as the model `last` (a card holds one model, its final weights).
+fn leaderboard_model(dir: &Path, evaluations: &mut Vec<Evaluated>) -> Result<()> {
+    let path = dir.join(FinishedModel::FILE);
+    if !path.is_file() {
+        return Ok(());
+    }
+    let finished = FinishedModel::parse(&read(&path)?, &path.display().to_string())?;
+    let report = eval_report(&dir.join(&finished.report))?;
+    push(evaluations, "last", finished.report, report);
+    Ok(())
+}
+
 /// The per-image predictions beside the final reports of `evaluations`, each through
 /// [`PredictionsRecord::parse`] and matched to its report's images and attack.
 fn predictions(
@@ -254,6 +268,7 @@ impl RunResults {
         let mut evaluations = Vec::new();
         final_reports(dir, &mut evaluations)?;
         later_evaluations(dir, &mut evaluations)?;
+        leaderboard_model(dir, &mut evaluations)?;
         let class_names = common_classes(dir, &evaluations)?;
         let log = match dir.join("metrics.jsonl").is_file() {
             true => Some(RunLog::read(dir)?),

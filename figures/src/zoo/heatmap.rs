@@ -38,7 +38,7 @@ impl Figure for ZooHeatmap {
     }
 
     fn reproduces(&self) -> &'static str {
-        "Tian et al. §3, Fig. 1: class-wise robust accuracy of robust models, for any list of models"
+        "Tian et al. §4.3, Table 1 (robustness per class of several defences), for any list of models"
     }
 
     fn look_at(&self) -> &'static str {

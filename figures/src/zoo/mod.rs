@@ -1,8 +1,8 @@
 //! The figures of a class-wise leaderboard (`classwise zoo run`, [`Leaderboard`]): robust
 //! accuracy by model and class as a heat map ([`ZooHeatmap`]), and each model's rank by
 //! average robust accuracy against its rank by worst-class robust accuracy, with the two
-//! accuracies themselves ([`ZooRanks`]); Tian et al. §3 (Figs. 1-2) read published models
-//! the same way, class by class.
+//! accuracies themselves ([`ZooRanks`]); Tian et al. §4.3 (Table 1) compare defences the same
+//! way, class by class.
 
 mod heatmap;
 mod ranks;

@@ -58,7 +58,7 @@ impl Figure for ZooRanks {
     }
 
     fn reproduces(&self) -> &'static str {
-        "Tian et al. §3: the ranking of robust models by average against by worst class"
+        "Tian et al. §4.3, Table 1: defences compared by total and by per-class robustness"
     }
 
     fn look_at(&self) -> &'static str {

@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 
 use classwise_core::name::slug;
 use classwise_core::record::{
-    AutoAttackReport, LEADERBOARD_SCHEMA, Leaderboard, LeaderboardRow, Reported,
+    AutoAttackReport, FinishedModel, LEADERBOARD_SCHEMA, Leaderboard, LeaderboardRow, Reported,
 };
-use serde::{Deserialize, Serialize};
 
 use super::card::ModelCard;
 use super::source::CardSource;
@@ -23,16 +22,6 @@ use crate::eval::job::{self, EvalRequest};
 pub struct Contender {
     pub card: ModelCard,
     pub reported: Option<Reported>,
-}
-
-/// What marks a finished model: reused only for the same weights and settings.
-#[derive(Debug, PartialEq, Serialize, Deserialize)]
-struct Finished {
-    /// The report's file name in the model's directory.
-    report: String,
-    weights_sha256: String,
-    /// The evaluation's settings ([`settings_key`]).
-    settings: String,
 }
 
 /// Everything in a request that changes a model's report.
@@ -126,7 +115,7 @@ pub fn run(contenders: &[Contender], arena: &Arena) -> Result<Leaderboard> {
 fn evaluate_one(c: &Contender, arena: &Arena) -> Result<(AutoAttackReport, LeaderboardRow)> {
     let (request, out) = (&arena.request, arena.out.as_path());
     let dir = model_dir(out, &c.card);
-    let marker = dir.join("finished.json");
+    let marker = dir.join(FinishedModel::FILE);
     let sha = c.card.verify_file()?;
     let settings = settings_key(arena, &c.card);
     let finished =
@@ -145,7 +134,7 @@ fn evaluate_one(c: &Contender, arena: &Arena) -> Result<(AutoAttackReport, Leade
                 .unwrap_or_default()
                 .to_string_lossy()
                 .into_owned();
-            let finished = Finished {
+            let finished = FinishedModel {
                 report: name,
                 weights_sha256: sha.clone(),
                 settings,
@@ -170,12 +159,15 @@ fn evaluate_one(c: &Contender, arena: &Arena) -> Result<(AutoAttackReport, Leade
     Ok((report, row))
 }
 
-fn read_finished(path: &Path) -> Result<Option<Finished>> {
+fn read_finished(path: &Path) -> Result<Option<FinishedModel>> {
     if !path.exists() {
         return Ok(None);
     }
     let text = std::fs::read_to_string(path).at("reading", path)?;
-    Ok(serde_json::from_str(&text).ok())
+    Ok(Some(FinishedModel::parse(
+        &text,
+        &path.display().to_string(),
+    )?))
 }
 
 /// The leaderboard row of a finished report (ranks and flags are filled by
