@@ -8,7 +8,6 @@ use clap::{Args, Subcommand};
 use classwise_core::name::slug;
 use classwise_core::record::Reported;
 use classwise_trainer::data::DataSource;
-use classwise_trainer::data::DatasetId;
 use classwise_trainer::eval::job::{EvalJob, EvalRequest};
 
 use crate::trainer_cli::AutoAttackArgs;
@@ -16,6 +15,7 @@ use classwise_trainer::model::Model;
 use classwise_trainer::run::DeviceChoice;
 use classwise_trainer::run::RunDir;
 use classwise_trainer::zoo::leaderboard::{self, Arena, Contender};
+use classwise_trainer::zoo::export::CardFacts;
 use classwise_trainer::zoo::{CardSource, Catalogue, ModelCard, catalogue, export};
 use tch::Device;
 
@@ -39,8 +39,8 @@ pub struct ExportArgs {
     out: PathBuf,
 }
 
-/// The model to export with its name, data set and ε.
-fn export_subject(a: &ExportArgs) -> anyhow::Result<(Model, String, Option<DatasetId>, String)> {
+/// The model to export with what its card says.
+fn export_subject(a: &ExportArgs) -> anyhow::Result<(Model, CardFacts)> {
     if let Some(path) = &a.card {
         let card = ModelCard::read(path)?;
         let source = CardSource::new(
@@ -49,7 +49,13 @@ fn export_subject(a: &ExportArgs) -> anyhow::Result<(Model, String, Option<Datas
             PathBuf::new(),
             Some(path.clone()),
         );
-        return Ok((source.load()?, card.name, Some(card.dataset), card.eps));
+        let facts = CardFacts {
+            name: card.name.clone(),
+            dataset: Some(card.dataset),
+            eps: card.eps.clone(),
+            source: format!("classwise export of the card {} ({})", path.display(), card.source),
+        };
+        return Ok((source.load()?, facts));
     }
     let run = a.run.clone().unwrap_or_default();
     let dir = RunDir(run.clone());
@@ -63,14 +69,19 @@ fn export_subject(a: &ExportArgs) -> anyhow::Result<(Model, String, Option<Datas
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = format!("{}-{}", slug(&run_name), slug(&a.checkpoint));
-    Ok((model, name, dataset, config.eval.eps.text))
+    let facts = CardFacts {
+        name: format!("{}-{}", slug(&run_name), slug(&a.checkpoint)),
+        dataset,
+        eps: config.eval.eps.text,
+        source: format!("classwise export of the run {} (checkpoint {})", run.display(), a.checkpoint),
+    };
+    Ok((model, facts))
 }
 
 /// `classwise export`.
 pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let (model, name, dataset, eps) = export_subject(a)?;
-    let out = export::export(&model, &a.out, &name, dataset, &eps)?;
+    let (model, facts) = export_subject(a)?;
+    let out = export::export(&model, &a.out, &facts)?;
     eprintln!(
         "wrote {} ({})",
         out.weights.display(),

@@ -373,7 +373,7 @@ fn wait_for_sweep(dir: &Path, data: &Path) {
 
 /// Pages whose commands the tests below run; a page with commands that is not here fails
 /// [`every_page_with_commands_is_run`].
-const RUN: [&str; 18] = [
+const RUN: [&str; 19] = [
     "introduction.md",
     "ch1-phenomenon.md",
     "ch2-binary-model.md",
@@ -392,6 +392,7 @@ const RUN: [&str; 18] = [
     "guide-theory-toy.md",
     "guide-performance.md",
     "ch8-evidence.md",
+    "ch9-published-models.md",
 ];
 
 #[test]
@@ -517,4 +518,10 @@ fn commands_of_the_performance_guide_run() {
 #[test]
 fn commands_of_chapter_8_run() {
     run_page(RUN[17]);
+}
+
+/// Chapter 9 trains two short models, exports them with cards and ranks them.
+#[test]
+fn commands_of_chapter_9_run() {
+    run_page(RUN[18]);
 }

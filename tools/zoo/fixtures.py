@@ -18,6 +18,7 @@ What it writes (all read by `trainer/tests/zoo_fixtures.rs`):
 * `shapes.json`: the `state_dict` names and shapes of full-size networks (WRN-28-10,
   WRN-34-20, WRN-70-16, DM WRN-70-16, DM PreActResNet-18, ResNet-18) built
   on PyTorch's `meta` device, so no weights are drawn;
+* `cards/<model>.card.toml`: a model card per model (random weights: for mechanics only);
 * checkpoint variants of the DM PreActResNet (`variants/`): the legacy (pre-1.6) format,
   WAT's `{'epoch', 'state_dict', 'optimizer'}` with every key prefixed `module.`, `{'model':
   ...}`, a file holding a pickled call to `os.system` (never to be run), and a truncated copy.
@@ -190,6 +191,38 @@ def variants(model: torch.nn.Module, out: pathlib.Path) -> None:
     (d / "truncated.pt").write_bytes(whole[: len(whole) // 2])
 
 
+def toml_value(v) -> str:
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    return repr(v)
+
+
+def cards(manifest: dict, out: pathlib.Path) -> None:
+    """A model card per fixture (`cards/<model>.card.toml`), for `classwise eval --card` and
+    `classwise export --card` (tools/zoo/check_export.py)."""
+    d = out / "cards"
+    d.mkdir(exist_ok=True)
+    for name, m in manifest["models"].items():
+        dataset = "cifar100" if m["num_classes"] == 100 else "cifar10"
+        lines = [
+            f"name = {json.dumps(name)}",
+            f"file = {json.dumps('../' + m['file'])}",
+            f"dataset = \"{dataset}\"",
+            'threat_model = "Linf"',
+            'eps = "8/255"',
+            f"architecture = {toml_value(m['architecture'])}",
+            f"normalization = {toml_value(m.get('normalization', 'none'))}",
+            f"source = {json.dumps('tools/zoo/fixtures.py: ' + m['source'])}",
+        ]
+        (d / f"{name}.card.toml").write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "trainer/tests/fixtures/zoo")
     out.mkdir(parents=True, exist_ok=True)
@@ -220,6 +253,7 @@ def main() -> None:
             variants(model, out)
     save_file(expected, out / "expected.safetensors")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    cards(manifest, out)
     (out / "shapes.json").write_text(json.dumps(shapes(robustbench_dir())) + "\n")
     for p in sorted(out.rglob("*")):
         if p.is_file():

@@ -134,19 +134,19 @@ fn panel<DB: DrawingBackend>(
     style::mesh_with(&mut chart, x_desc, y_desc, fmt, fmt)?;
     let diagonal = [(range.start, range.start), (range.end, range.end)];
     chart.draw_series(LineSeries::new(diagonal, style::stroke(style::REFERENCE)))?;
+    let mut placed: Vec<(i32, i32)> = Vec::new();
     for (i, (name, x, y)) in points.iter().enumerate() {
         let color = style::color(i);
         chart.draw_series(std::iter::once(Circle::new((*x, *y), 7, color.filled())))?;
-        // Tied points share a place: their names are stacked below one another.
-        let tied = points[..i]
-            .iter()
-            .filter(|(_, a, b)| a == x && b == y)
-            .count() as i32;
-        let font = style::legend_font()
-            .color(&color)
-            .pos(Pos::new(HPos::Left, VPos::Bottom));
-        let label =
-            EmptyElement::at((*x, *y)) + Text::new(format!(" {name}"), (4, 22 * tied), font);
+        // A name that would overlap one already written goes one line lower.
+        let (px, py) = chart.backend_coord(&(*x, *y));
+        let mut dy = 0;
+        while placed.iter().any(|(qx, qy)| (qx - px).abs() < 170 && (qy - (py + dy)).abs() < 20) {
+            dy += 22;
+        }
+        placed.push((px, py + dy));
+        let font = style::legend_font().color(&color).pos(Pos::new(HPos::Left, VPos::Bottom));
+        let label = EmptyElement::at((*x, *y)) + Text::new(format!(" {name}"), (4, dy), font);
         chart.draw_series(std::iter::once(label))?;
     }
     Ok(())

@@ -45,17 +45,22 @@ pub struct Exported {
     pub card: Option<PathBuf>,
 }
 
-/// Writes `model` to `out` (safetensors) and, when `dataset` is given, a card for it at
-/// `<out>.card.toml` (ε `eps`, `name`), atomically.
-pub fn export(
-    model: &Model,
-    out: &Path,
-    name: &str,
-    dataset: Option<DatasetId>,
-    eps: &str,
-) -> Result<Exported> {
+/// What the card of an export says about its model.
+#[derive(Clone, Debug)]
+pub struct CardFacts {
+    pub name: String,
+    /// The card needs a data set; `None` writes no card.
+    pub dataset: Option<DatasetId>,
+    pub eps: String,
+    /// Where the model came from (a run and checkpoint, a card).
+    pub source: String,
+}
+
+/// Writes `model` to `out` (safetensors) and, when the facts name a data set, a card for it
+/// at `<out>.card.toml`, atomically.
+pub fn export(model: &Model, out: &Path, facts: &CardFacts) -> Result<Exported> {
     save_tensors(out, &pytorch_state(model))?;
-    let Some(dataset) = dataset else {
+    let Some(dataset) = facts.dataset else {
         return Ok(Exported {
             weights: out.to_path_buf(),
             card: None,
@@ -63,18 +68,18 @@ pub fn export(
     };
     let spec = model.spec();
     let card = ModelCard {
-        name: name.to_owned(),
+        name: facts.name.clone(),
         file: PathBuf::from(out.file_name().unwrap_or_default()),
         sha256: Some(sha256_file(out)?),
         dataset,
         threat_model: ThreatModel::Linf,
-        eps: eps.to_owned(),
+        eps: facts.eps.clone(),
         architecture: spec.architecture.clone(),
         normalization: match &spec.normalization {
             Some(n) => CardNormalization::Some(n.clone()),
             None => CardNormalization::None(NoNormalization::None),
         },
-        source: format!("classwise export of {}", out.display()),
+        source: facts.source.clone(),
         citation: String::new(),
         catalogue: None,
     };

@@ -25,11 +25,13 @@ pub struct Contender {
 }
 
 /// Everything in a request that changes a model's report.
+/// The data set is named, not hashed: where it is found (`--data-dir`) is not part of the key,
+/// so the same files reached another way reuse the reports.
 fn settings_key(arena: &Arena, card: &ModelCard) -> String {
     let r = &arena.request;
     format!(
-        "{:?}; eps {}; test_per_class {:?}; data_dir {:?}; data {:?}",
-        r.job, card.eps, r.test_per_class, r.data_dir, arena.data
+        "{:?}; eps {}; test_per_class {:?}; data {:?}",
+        r.job, card.eps, r.test_per_class, arena.data
     )
 }
 
