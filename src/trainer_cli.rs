@@ -218,6 +218,11 @@ pub struct BenchArgs {
     /// Instead: time AutoAttack (standard) on this run's checkpoint, attack by attack.
     #[arg(long, value_name = "RUN")]
     autoattack: Option<PathBuf>,
+    /// Instead: time loading the weights of this model card (a PyTorch checkpoint or
+    /// safetensors) and measure the process's peak memory; one JSON line
+    /// (`tools/zoo/bench_load.py` sets it beside `torch.load`).
+    #[arg(long, value_name = "CARD", conflicts_with_all = ["autoattack", "json", "profile"])]
+    import: Option<PathBuf>,
     /// With --autoattack: best, last, ema, or a .safetensors file.
     #[arg(long, default_value = "last", requires = "autoattack")]
     checkpoint: String,
@@ -397,6 +402,11 @@ fn eval_request(a: &EvalArgs) -> anyhow::Result<EvalRequest> {
 }
 
 pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(card) = &a.import {
+        let card = classwise_trainer::zoo::ModelCard::read(card)?;
+        println!("{}", serde_json::to_string(&bench::import::run(&card)?)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     match &a.autoattack {
         Some(run) => bench_autoattack(a, run),
         None => bench_steps(a),

@@ -8,6 +8,7 @@
 //! compare the two process by process.
 
 pub mod autoattack;
+pub mod import;
 mod crosscheck;
 mod text;
 
