@@ -14,8 +14,8 @@ use crate::trainer_cli::AutoAttackArgs;
 use classwise_trainer::model::Model;
 use classwise_trainer::run::DeviceChoice;
 use classwise_trainer::run::RunDir;
-use classwise_trainer::zoo::leaderboard::{self, Arena, Contender};
 use classwise_trainer::zoo::export::CardFacts;
+use classwise_trainer::zoo::leaderboard::{self, Arena, Contender};
 use classwise_trainer::zoo::{CardSource, Catalogue, ModelCard, catalogue, export};
 use tch::Device;
 
@@ -39,48 +39,56 @@ pub struct ExportArgs {
     out: PathBuf,
 }
 
-/// The model to export with what its card says.
-fn export_subject(a: &ExportArgs) -> anyhow::Result<(Model, CardFacts)> {
-    if let Some(path) = &a.card {
-        let card = ModelCard::read(path)?;
-        let source = CardSource::new(
-            card.clone(),
-            Device::Cpu,
-            PathBuf::new(),
-            Some(path.clone()),
-        );
-        let facts = CardFacts {
-            name: card.name.clone(),
-            dataset: Some(card.dataset),
-            eps: card.eps.clone(),
-            source: format!("classwise export of the card {} ({})", path.display(), card.source),
-        };
-        return Ok((source.load()?, facts));
-    }
-    let run = a.run.clone().unwrap_or_default();
-    let dir = RunDir(run.clone());
+/// The model of a card to export, with what the card says.
+fn card_subject(path: &std::path::Path) -> anyhow::Result<(Model, CardFacts)> {
+    let card = ModelCard::read(path)?;
+    let source = CardSource::new(card.clone(), Device::Cpu, PathBuf::new(), Some(path.into()));
+    let facts = CardFacts {
+        name: card.name.clone(),
+        dataset: Some(card.dataset),
+        eps: card.eps.clone(),
+        source: format!(
+            "classwise export of the card {} ({})",
+            path.display(),
+            card.source
+        ),
+    };
+    Ok((source.load()?, facts))
+}
+
+/// The model of a run to export, with what its card will say.
+fn run_subject(run: &std::path::Path, checkpoint: &str) -> anyhow::Result<(Model, CardFacts)> {
+    let dir = RunDir(run.to_path_buf());
     let config = dir.read_config()?;
-    let model = dir.load_model(&a.checkpoint, Device::Cpu)?;
+    let model = dir.load_model(checkpoint, Device::Cpu)?;
     let dataset = match &config.data.source {
         DataSource::Files { id, .. } => Some(*id),
         DataSource::Synthetic(_) => None,
     };
-    let run_name = run
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let run_name = run.file_name().map(|n| n.to_string_lossy().into_owned());
     let facts = CardFacts {
-        name: format!("{}-{}", slug(&run_name), slug(&a.checkpoint)),
+        name: format!(
+            "{}-{}",
+            slug(&run_name.unwrap_or_default()),
+            slug(checkpoint)
+        ),
         dataset,
         eps: config.eval.eps.text,
-        source: format!("classwise export of the run {} (checkpoint {})", run.display(), a.checkpoint),
+        source: format!(
+            "classwise export of the run {} (checkpoint {checkpoint})",
+            run.display()
+        ),
     };
     Ok((model, facts))
 }
 
 /// `classwise export`.
 pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let (model, facts) = export_subject(a)?;
+    let (model, facts) = match (&a.card, &a.run) {
+        (Some(card), _) => card_subject(card)?,
+        (None, Some(run)) => run_subject(run, &a.checkpoint)?,
+        (None, None) => anyhow::bail!("export needs --run or --card"),
+    };
     let out = export::export(&model, &a.out, &facts)?;
     eprintln!(
         "wrote {} ({})",

@@ -176,14 +176,13 @@ fn an_export_is_the_reference_state_dict_and_reloads_through_its_card() {
     let model = source(card.clone()).load().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("exported.safetensors");
-    let written = export::export(
-        &model,
-        &out,
-        "tiny-dm-export",
-        Some(DatasetId::Cifar10),
-        "8/255",
-    )
-    .unwrap();
+    let facts = export::CardFacts {
+        name: "tiny-dm-export".into(),
+        dataset: Some(DatasetId::Cifar10),
+        eps: "8/255".into(),
+        source: "a test".into(),
+    };
+    let written = export::export(&model, &out, &facts).unwrap();
     // The same names (BatchNorm counters included) and shapes as the file torch.save wrote.
     let original = Checkpoint::open(&card.file).unwrap();
     let exported = Checkpoint::open(&out).unwrap();

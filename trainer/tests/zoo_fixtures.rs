@@ -204,6 +204,33 @@ fn a_truncated_checkpoint_is_an_error_naming_the_file() {
 }
 
 #[test]
+fn a_file_that_is_no_checkpoint_is_an_error_naming_the_file() {
+    let (spec, _) = preact_fixture();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("noise.pth");
+    let bytes: Vec<u8> = (0u32..4096)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(&path, bytes).unwrap();
+    let err = Model::import(&path, &spec, CPU)
+        .expect_err("noise")
+        .to_string();
+    assert!(
+        err.contains("noise.pth") && err.contains("not a readable PyTorch checkpoint"),
+        "{err}"
+    );
+    let empty = tmp.path().join("empty.safetensors");
+    classwise_trainer::model::safetensors::save_tensors(&empty, &[]).unwrap();
+    let err = Model::import(&empty, &spec, CPU)
+        .expect_err("no tensors")
+        .to_string();
+    assert!(
+        err.contains("empty.safetensors") && err.contains("holds no tensors"),
+        "{err}"
+    );
+}
+
+#[test]
 fn another_architecture_lists_every_mismatch_with_both_shapes() {
     let (_, path) = preact_fixture();
     let mut spec = manifest().models["dm_preact_resnet"].spec();

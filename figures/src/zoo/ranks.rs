@@ -138,14 +138,19 @@ fn panel<DB: DrawingBackend>(
     for (i, (name, x, y)) in points.iter().enumerate() {
         let color = style::color(i);
         chart.draw_series(std::iter::once(Circle::new((*x, *y), 7, color.filled())))?;
-        // A name that would overlap one already written goes one line lower.
+        // A name that would overlap one already written goes one line higher.
         let (px, py) = chart.backend_coord(&(*x, *y));
         let mut dy = 0;
-        while placed.iter().any(|(qx, qy)| (qx - px).abs() < 170 && (qy - (py + dy)).abs() < 20) {
-            dy += 22;
+        while placed
+            .iter()
+            .any(|(qx, qy)| (qx - px).abs() < 170 && (qy - (py + dy)).abs() < 20)
+        {
+            dy -= 22;
         }
         placed.push((px, py + dy));
-        let font = style::legend_font().color(&color).pos(Pos::new(HPos::Left, VPos::Bottom));
+        let font = style::legend_font()
+            .color(&color)
+            .pos(Pos::new(HPos::Left, VPos::Bottom));
         let label = EmptyElement::at((*x, *y)) + Text::new(format!(" {name}"), (4, dy), font);
         chart.draw_series(std::iter::once(label))?;
     }

@@ -39,7 +39,9 @@ fn proc_status(field: &str) -> Option<u64> {
 
 /// Loads the weights of `card` on the CPU, timing the two phases.
 pub fn run(card: &ModelCard) -> Result<ImportBench> {
-    let file_bytes = std::fs::metadata(&card.file).at("reading", &card.file)?.len();
+    let file_bytes = std::fs::metadata(&card.file)
+        .at("reading", &card.file)?
+        .len();
     let rss_before = proc_status("VmRSS:").unwrap_or(0);
     let started = Instant::now();
     let checkpoint = Checkpoint::open(&card.file)?;

@@ -8,8 +8,8 @@
 //! compare the two process by process.
 
 pub mod autoattack;
-pub mod import;
 mod crosscheck;
+pub mod import;
 mod text;
 
 pub use autoattack::{AaBench, AaBenchOutcome, AaSettings};

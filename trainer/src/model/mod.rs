@@ -115,63 +115,7 @@ impl Model {
     /// models whose values are loaded or copied next).
     pub(crate) fn build(spec: &ModelSpec, device: Device, random: bool) -> Model {
         let vs = nn::VarStore::new(device);
-        let [c, _, _] = spec.input_dims();
-        let [_, height, width] = spec.input_shape;
-        let k = spec.classes();
-        let scope = |style| Scope::new(vs.root(), style, random);
-        let net: Box<dyn Net> = match spec.architecture {
-            Architecture::PreActResNet18 { final_bn_relu } => Box::new(
-                preact_resnet::PreActResNet18::new(&scope(InitStyle::Torch), c, k, final_bn_relu),
-            ),
-            Architecture::ResNet18 => {
-                Box::new(resnet::ResNet18::new(&scope(InitStyle::Torch), c, k))
-            }
-            Architecture::WideResNet { depth, widen, .. } => {
-                Box::new(wide_resnet::WideResNet::new(
-                    &scope(InitStyle::TradesWrn),
-                    c,
-                    k,
-                    to_i64(depth),
-                    to_i64(widen),
-                ))
-            }
-            Architecture::DmWideResNet {
-                depth,
-                width,
-                activation,
-            } => Box::new(dm_wide_resnet::DmWideResNet::new(
-                &scope(InitStyle::Torch),
-                (c, k),
-                to_i64(depth),
-                to_i64(width),
-                activation,
-            )),
-            Architecture::DmPreActResNet {
-                depth,
-                activation,
-                base_width,
-            } => Box::new(dm_preact_resnet::DmPreActResNet::new(
-                &scope(InitStyle::Torch),
-                (c, k),
-                depth,
-                to_i64(base_width),
-                activation,
-            )),
-            Architecture::SmallCnn { zero_last_layer } => Box::new(small_cnn::SmallCnn::new(
-                &scope(InitStyle::TradesSmallCnn),
-                c,
-                (height, width),
-                k,
-                zero_last_layer,
-            )),
-            Architecture::SmallCnnCifar => Box::new(small_cnn_cifar::SmallCnnCifar::new(
-                &scope(InitStyle::Torch),
-                c,
-                height,
-                width,
-                k,
-            )),
-        };
+        let net = net(spec, &vs, random);
         Model {
             normalize: spec
                 .normalization
@@ -432,6 +376,63 @@ impl Classifier for nn::SequentialT {}
 
 /// tch's sequential networks (no window forward pass).
 impl Classifier for nn::Sequential {}
+
+/// The network of a validated `spec` in `vs` (random parameters zero unless `random`).
+fn net(spec: &ModelSpec, vs: &nn::VarStore, random: bool) -> Box<dyn Net> {
+    let [c, _, _] = spec.input_dims();
+    let [_, height, width] = spec.input_shape;
+    let k = spec.classes();
+    let scope = |style| Scope::new(vs.root(), style, random);
+    match spec.architecture {
+        Architecture::PreActResNet18 { final_bn_relu } => Box::new(
+            preact_resnet::PreActResNet18::new(&scope(InitStyle::Torch), c, k, final_bn_relu),
+        ),
+        Architecture::ResNet18 => Box::new(resnet::ResNet18::new(&scope(InitStyle::Torch), c, k)),
+        Architecture::WideResNet { depth, widen, .. } => Box::new(wide_resnet::WideResNet::new(
+            &scope(InitStyle::TradesWrn),
+            c,
+            k,
+            to_i64(depth),
+            to_i64(widen),
+        )),
+        Architecture::DmWideResNet {
+            depth,
+            width,
+            activation,
+        } => Box::new(dm_wide_resnet::DmWideResNet::new(
+            &scope(InitStyle::Torch),
+            (c, k),
+            to_i64(depth),
+            to_i64(width),
+            activation,
+        )),
+        Architecture::DmPreActResNet {
+            depth,
+            activation,
+            base_width,
+        } => Box::new(dm_preact_resnet::DmPreActResNet::new(
+            &scope(InitStyle::Torch),
+            (c, k),
+            depth,
+            to_i64(base_width),
+            activation,
+        )),
+        Architecture::SmallCnn { zero_last_layer } => Box::new(small_cnn::SmallCnn::new(
+            &scope(InitStyle::TradesSmallCnn),
+            c,
+            (height, width),
+            k,
+            zero_last_layer,
+        )),
+        Architecture::SmallCnnCifar => Box::new(small_cnn_cifar::SmallCnnCifar::new(
+            &scope(InitStyle::Torch),
+            c,
+            height,
+            width,
+            k,
+        )),
+    }
+}
 
 /// `usize` → `i64` for dimensions already bounded by [`ModelSpec::validate`].
 pub(crate) fn to_i64(n: usize) -> i64 {

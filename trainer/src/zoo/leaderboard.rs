@@ -115,40 +115,21 @@ pub fn run(contenders: &[Contender], arena: &Arena) -> Result<Leaderboard> {
 
 /// The model's finished report, evaluating it first if it has none.
 fn evaluate_one(c: &Contender, arena: &Arena) -> Result<(AutoAttackReport, LeaderboardRow)> {
-    let (request, out) = (&arena.request, arena.out.as_path());
+    let out = arena.out.as_path();
     let dir = model_dir(out, &c.card);
     let marker = dir.join(FinishedModel::FILE);
     let sha = c.card.verify_file()?;
     let settings = settings_key(arena, &c.card);
     let finished =
         (read_finished(&marker)?).filter(|f| f.weights_sha256 == sha && f.settings == settings);
+    let mark = FinishedModel {
+        report: String::new(),
+        weights_sha256: sha.clone(),
+        settings,
+    };
     let report_path = match finished {
         Some(f) => dir.join(f.report),
-        None => {
-            let mut source = CardSource::new(c.card.clone(), arena.device, dir.clone(), None);
-            if let Some(data) = &arena.data {
-                source.data = data.clone();
-            }
-            let written = job::run(&source, request)?;
-            let name = written
-                .json_path
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            let finished = FinishedModel {
-                report: name,
-                weights_sha256: sha.clone(),
-                settings,
-            };
-            let text =
-                serde_json::to_string(&finished).map_err(|source| crate::TrainerError::Json {
-                    what: "finished.json",
-                    source,
-                })?;
-            crate::io::write_atomic(&marker, text.as_bytes())?;
-            written.json_path
-        }
+        None => evaluate_fresh(c, arena, &dir, mark)?,
     };
     let text = std::fs::read_to_string(&report_path).at("reading", &report_path)?;
     let report = AutoAttackReport::parse(&text, &report_path.display().to_string())?;
@@ -159,6 +140,32 @@ fn evaluate_one(c: &Contender, arena: &Arena) -> Result<(AutoAttackReport, Leade
         .to_string();
     let row = row_of(c, &report, relative, sha);
     Ok((report, row))
+}
+
+/// Evaluates `c` into `dir` and marks it finished (`mark` with the report's name filled in).
+fn evaluate_fresh(
+    c: &Contender,
+    arena: &Arena,
+    dir: &Path,
+    mut mark: FinishedModel,
+) -> Result<PathBuf> {
+    let mut source = CardSource::new(c.card.clone(), arena.device, dir.to_path_buf(), None);
+    if let Some(data) = &arena.data {
+        source.data = data.clone();
+    }
+    let written = job::run(&source, &arena.request)?;
+    mark.report = written
+        .json_path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let text = serde_json::to_string(&mark).map_err(|source| crate::TrainerError::Json {
+        what: "finished.json",
+        source,
+    })?;
+    crate::io::write_atomic(&dir.join(FinishedModel::FILE), text.as_bytes())?;
+    Ok(written.json_path)
 }
 
 fn read_finished(path: &Path) -> Result<Option<FinishedModel>> {
