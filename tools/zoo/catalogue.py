@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate configs/zoo/robustbench.toml: the RobustBench CIFAR-10/CIFAR-100 Linf model zoo
+"""Generate trainer/catalogue/robustbench.toml: the RobustBench CIFAR-10/CIFAR-100 Linf model zoo
 as classwise architecture specs.
 
 What: every entry of the ``linf`` lists of RobustBench's ``robustbench/model_zoo/cifar10.py``
@@ -19,7 +19,7 @@ buffers, and its ``forward`` is one recognised normalisation followed by
 
 Run (from the classwise repository root)::
 
-    python3 tools/zoo/catalogue.py --repo PATH/TO/robustbench --out configs/zoo/robustbench.toml
+    python3 tools/zoo/catalogue.py --repo PATH/TO/robustbench --out trainer/catalogue/robustbench.toml
 
 ``--repo`` is either a git directory (bare repository or ``.git``; files are read with
 ``git show REV:path``, ``--rev`` defaults to HEAD) or a plain checkout directory (a work
@@ -765,7 +765,7 @@ def render(entries: list[Entry], source: Source, extra_info: dict, failing: set[
         "# GENERATED FILE - do not edit by hand.",
         "# RobustBench CIFAR-10 / CIFAR-100 Linf model zoo as classwise architecture specs.",
         "# Regenerate (from the classwise repository root) with:",
-        "#   python3 tools/zoo/catalogue.py --repo PATH/TO/robustbench --out configs/zoo/robustbench.toml",
+        "#   python3 tools/zoo/catalogue.py --repo PATH/TO/robustbench --out trainer/catalogue/robustbench.toml",
         f"# Source: RobustBench/robustbench commit {source.commit}"
         + (f" ({source.date})" if source.date else "") + ";",
         "#   robustbench/model_zoo/cifar10.py, cifar100.py (the `linf` lists, in order),",

@@ -1,5 +1,5 @@
 //! The catalogue of published models classwise can build: RobustBench's CIFAR-10 and
-//! CIFAR-100 L∞ model-zoo entries, `configs/zoo/robustbench.toml` (generated from
+//! CIFAR-100 L∞ model-zoo entries, `trainer/catalogue/robustbench.toml` (generated from
 //! RobustBench's own `model_zoo/cifar10.py`, `cifar100.py` and `model_info/` by
 //! `tools/zoo/catalogue.py`; compiled into the binary). Each supported entry gives the
 //! architecture, the normalisation and the reported clean and AutoAttack accuracies with
@@ -14,7 +14,7 @@ use crate::error::{Result, invalid};
 use crate::model::{Architecture, Normalization};
 
 /// The catalogue's text.
-const TEXT: &str = include_str!("../../../configs/zoo/robustbench.toml");
+const TEXT: &str = include_str!("../../catalogue/robustbench.toml");
 
 /// A supported entry.
 #[derive(Clone, Debug, Deserialize)]
@@ -70,7 +70,8 @@ pub struct Catalogue {
 impl Catalogue {
     /// The compiled-in catalogue.
     pub fn builtin() -> Result<Catalogue> {
-        toml::from_str(TEXT).map_err(|e| invalid("configs/zoo/robustbench.toml", e, "a catalogue"))
+        toml::from_str(TEXT)
+            .map_err(|e| invalid("trainer/catalogue/robustbench.toml", e, "a catalogue"))
     }
 
     /// The entry `name` (optionally `dataset/name`, e.g. `cifar100/Rice2020Overfitting`).
