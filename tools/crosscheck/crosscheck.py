@@ -283,6 +283,42 @@ def run_torchattacks(args, model, x, y, k, eps, clean_ok):
 
 
 # ---------------------------------------------------------------------------------------------
+# pyautoattack: fra31/auto-attack, the original AutoAttack, as packaged on PyPI.
+
+def run_pyautoattack(args, model, x, y, eps, clean_ok):
+    """The original AutoAttack (`pyautoattack`, fra31's code) on the same images, timed as a
+    whole; robust = correct on the clean image and on its adversarial example."""
+    import pyautoattack
+
+    adversary = pyautoattack.AutoAttack(model, norm="Linf", eps=eps, version=args.version,
+                                        seed=args.seed, device="cpu")
+    adversary.verbose = False
+    start = time.perf_counter()
+    adv, _ = adversary.run_standard_evaluation(x, y, batch_size=args.batch_size)
+    seconds = time.perf_counter() - start
+    flags = clean_ok & (predict(model, adv, args.batch_size).argmax(1) == y)
+    n = len(y)
+    dist = (adv.double() - x.double()).abs().flatten(1).amax(1) if n else torch.zeros(0)
+    result = {"version": pyautoattack.__version__, "autoattack_version": args.version,
+              "attacks": list(adversary.attacks_to_run), "seconds": seconds,
+              "seconds_per_image": seconds / n if n else None,
+              "max_linf": float(dist.max()) if n else 0.0,
+              "in_range": bool(n == 0 or (adv.min() >= 0 and adv.max() <= 1))}
+    return flags, result
+
+
+def compare_flags(name, flags, theirs_flags, ours, theirs, index, n):
+    """Their robust accuracy minus ours, overall and per class, and the images robust for one
+    side only."""
+    diffs = [t - o for t, o in zip(theirs["per_class"], ours["per_class"])
+             if t is not None and o is not None]
+    return {"overall_points": 100 * (theirs["overall"] - ours["overall"]) if n else None,
+            "max_abs_per_class_points": 100 * max(map(abs, diffs)) if diffs else None,
+            "robust_only_for_ours": index[flags & ~theirs_flags].tolist(),
+            f"robust_only_for_{name}": index[theirs_flags & ~flags].tolist()}
+
+
+# ---------------------------------------------------------------------------------------------
 
 def pct(v):
     return "   -  " if v is None else f"{100 * v:6.2f}"
@@ -317,6 +353,11 @@ def main():
     p.add_argument("--mode", choices=["cascade", "multiattack", "both"], default="cascade",
                    help="run AutoAttack's components as a timed cascade (default), its "
                         "MultiAttack object as it is, or both and compare them")
+    p.add_argument("--pyautoattack", action="store_true",
+                   help="also run the original AutoAttack (PyPI pyautoattack, fra31's code) on "
+                        "the same images, timed, and compare its robust accuracy with ours")
+    p.add_argument("--no-torchattacks", action="store_true",
+                   help="skip torchattacks (with --pyautoattack: the original alone)")
     p.add_argument("--original-params", action="store_true",
                    help="set the component parameters in which torchattacks' standard version "
                         "differs from the original AutoAttack to the original's (100 "
@@ -356,7 +397,7 @@ def main():
     clean_ok = clean_logits.argmax(1) == y
 
     theirs_flags, ta = None, None
-    if not args.no_attack:
+    if not args.no_attack and not args.no_torchattacks:
         print(f"running torchattacks AutoAttack ({args.version}, Linf, eps {eps:.9g}, "
               f"{k} classes, seed {args.seed}"
               f"{', original parameters' if args.original_params else ''}) on {n} images, "
@@ -401,6 +442,19 @@ def main():
                       f"{comp['seconds_per_image']:.3f} s per image of all {n}"
                       f"{f' or {per_in:.3f} s per image attacked' if per_in else ''}; "
                       f"{comp['images_in']} attacked, {comp['broken']} broken")
+    if args.pyautoattack and not args.no_attack:
+        print(f"\nrunning pyautoattack AutoAttack ({args.version}, Linf, eps {eps:.9g}) on {n} "
+              "images ...", flush=True)
+        pa_flags, pa = run_pyautoattack(args, model, x, y, eps, clean_ok)
+        pa_rates = rates(pa_flags, y, k)
+        pa_diff = compare_flags("pyautoattack", flags, pa_flags, ours, pa_rates,
+                                data["index"][:n], n)
+        result.update(pyautoattack=dict(pa, robust=pa_rates), pyautoattack_diff=pa_diff)
+        print(f"pyautoattack {pa['version']}: robust {pct(pa_rates['overall'])} % against ours "
+              f"{pct(ours['overall'])} % (pyautoattack minus ours "
+              f"{pa_diff['overall_points']:+.2f} points, max |per class| "
+              f"{pa_diff['max_abs_per_class_points']:.2f}); {pa['seconds']:.1f} s, "
+              f"{pa['seconds_per_image']:.3f} s/image")
     passed = all(c["passed"] for c in checks)
     # Timings are only comparable on an otherwise idle machine: keep the load with them.
     result.update(passed=passed, load_average_before=load_before,
