@@ -100,6 +100,15 @@ pub fn check(field: impl Into<String>, v: f64, bound: Bound) -> Result<f64> {
 }
 
 /// An [`TrainerError::Invalid`] for `field`.
+/// A [`TrainerError::BadData`] about the whole file at `path` (no byte offset).
+pub fn bad_data(path: &std::path::Path, reason: impl Into<String>) -> TrainerError {
+    TrainerError::BadData {
+        path: path.to_path_buf(),
+        offset: None,
+        reason: reason.into(),
+    }
+}
+
 pub fn invalid(
     field: impl Into<String>,
     value: impl std::fmt::Display,

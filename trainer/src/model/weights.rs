@@ -10,20 +10,12 @@ use tch::Device;
 
 use super::safetensors::{self, SafetensorsFile};
 use super::{Model, ModelSpec};
-use crate::error::{Result, TrainerError, invalid};
+use crate::error::{Result, TrainerError, bad_data, invalid};
 
 /// The metadata key holding the model spec as JSON.
 pub const SPEC_METADATA_KEY: &str = "classwise.model_spec";
 /// Metadata marking the tensors as PyTorch-layout (what Hugging Face tools look for).
 const FORMAT_KEY: &str = "format";
-
-fn bad_data(path: &Path, reason: String) -> TrainerError {
-    TrainerError::BadData {
-        path: path.to_path_buf(),
-        offset: None,
-        reason,
-    }
-}
 
 impl Model {
     /// Saves the whole state (parameters and BN running statistics) and the spec to `path`

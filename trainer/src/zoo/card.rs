@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::data::DatasetId;
-use crate::error::{IoContext, Result, TrainerError};
+use crate::error::{IoContext, Result, bad_data};
 use crate::model::{Architecture, ModelSpec, Normalization};
 
 /// The threat models of RobustBench's leaderboards; classwise's attacks are L∞.
@@ -88,23 +88,15 @@ pub struct ModelCard {
     pub catalogue: Option<String>,
 }
 
-fn bad(path: &Path, reason: String) -> TrainerError {
-    TrainerError::BadData {
-        path: path.to_path_buf(),
-        offset: None,
-        reason,
-    }
-}
-
 impl ModelCard {
     /// Reads the card at `path`; its `file` is resolved against the card's directory.
     pub fn read(path: &Path) -> Result<ModelCard> {
         let text = std::fs::read_to_string(path).at("reading", path)?;
         let mut card: ModelCard =
-            toml::from_str(&text).map_err(|e| bad(path, format!("not a model card: {e}")))?;
+            toml::from_str(&text).map_err(|e| bad_data(path, format!("not a model card: {e}")))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         card.file = dir.join(&card.file);
-        card.check().map_err(|e| bad(path, e.to_string()))?;
+        card.check().map_err(|e| bad_data(path, e.to_string()))?;
         Ok(card)
     }
 
@@ -138,7 +130,7 @@ impl ModelCard {
     pub fn verify_file(&self) -> Result<String> {
         let digest = sha256_file(&self.file)?;
         match &self.sha256 {
-            Some(want) if !want.eq_ignore_ascii_case(&digest) => Err(bad(
+            Some(want) if !want.eq_ignore_ascii_case(&digest) => Err(bad_data(
                 &self.file,
                 format!("SHA-256 {digest}, but the card `{}` says {want}", self.name),
             )),

@@ -10,7 +10,7 @@ use super::card::ModelCard;
 use super::catalogue::Catalogue;
 use crate::attack::{Eps, Pgd};
 use crate::data::DataSource;
-use crate::error::{Result, TrainerError};
+use crate::error::{Result, TrainerError, bad_data};
 use crate::eval::{EvalSettings, ModelSource, RobustCounting, Subject};
 use crate::model::import::{Checkpoint, keys};
 use crate::model::{MemoryFormat, Model};
@@ -82,16 +82,15 @@ fn check_head(checkpoint: &Checkpoint, card: &ModelCard) -> Result<()> {
     let rows = checkpoint.shape(theirs).and_then(|s| s.first().copied());
     let classes = card.spec().num_classes as i64;
     match rows {
-        Some(r) if r != classes => Err(TrainerError::BadData {
-            path: checkpoint.path.clone(),
-            offset: None,
-            reason: format!(
+        Some(r) if r != classes => Err(bad_data(
+            &checkpoint.path,
+            format!(
                 "its classifier `{theirs}` has {r} outputs, but the card's data set {} has \
                  {classes} classes (card `{}`)",
                 card.dataset.name(),
                 card.name
             ),
-        }),
+        )),
         _ => Ok(()),
     }
 }

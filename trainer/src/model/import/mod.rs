@@ -20,7 +20,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::spec::Normalization;
 use super::{Model, ModelSpec};
-use crate::error::{IoContext, Result, TrainerError};
+use crate::error::{IoContext, Result, bad_data};
 pub use keys::KeyMap;
 pub use report::Mismatches;
 
@@ -61,7 +61,8 @@ pub enum Format {
 pub struct Checkpoint {
     pub path: PathBuf,
     pub format: Format,
-    entries: Vec<(String, Entry)>,
+    /// By name in the file.
+    entries: std::collections::BTreeMap<String, Entry>,
 }
 
 impl std::fmt::Debug for Checkpoint {
@@ -71,14 +72,6 @@ impl std::fmt::Debug for Checkpoint {
             .field("format", &self.format)
             .field("tensors", &self.entries.len())
             .finish()
-    }
-}
-
-fn bad(path: &Path, reason: String) -> TrainerError {
-    TrainerError::BadData {
-        path: path.to_path_buf(),
-        offset: None,
-        reason,
     }
 }
 
@@ -95,8 +88,9 @@ impl Checkpoint {
             true => (Format::Safetensors, safetensors_entries(path)?),
             false => (Format::Torch, torch::entries(path)?),
         };
+        let entries: std::collections::BTreeMap<_, _> = entries.into_iter().collect();
         if entries.is_empty() {
-            return Err(bad(path, "holds no tensors".to_owned()));
+            return Err(bad_data(path, "holds no tensors".to_owned()));
         }
         Ok(Checkpoint {
             path: path.to_path_buf(),
@@ -107,9 +101,7 @@ impl Checkpoint {
 
     /// The names of the file's tensors, sorted.
     pub fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.entries.iter().map(|(n, _)| n.clone()).collect();
-        names.sort();
-        names
+        self.entries.keys().cloned().collect()
     }
 
     /// The shape of the file's tensor `name`, if it has one of that name.
@@ -118,25 +110,25 @@ impl Checkpoint {
     }
 
     fn entry(&self, name: &str) -> Option<&Entry> {
-        self.entries.iter().find(|(n, _)| n == name).map(|(_, e)| e)
+        self.entries.get(name)
     }
 
     /// Reads the tensor `name` of the file (on the CPU).
     pub fn read(&self, name: &str) -> Result<Tensor> {
         let entry = self
             .entry(name)
-            .ok_or_else(|| bad(&self.path, format!("no tensor `{name}`")))?;
+            .ok_or_else(|| bad_data(&self.path, format!("no tensor `{name}`")))?;
         let kind = entry
             .kind
-            .ok_or_else(|| bad(&self.path, format!("tensor `{name}`: a kind tch lacks")))?;
+            .ok_or_else(|| bad_data(&self.path, format!("tensor `{name}`: a kind tch lacks")))?;
         let bytes = match &entry.source {
             Source::Torch(t) => {
-                std::borrow::Cow::Owned(t.read().map_err(|e| bad(&self.path, e.to_string()))?)
+                std::borrow::Cow::Owned(t.read().map_err(|e| bad_data(&self.path, e.to_string()))?)
             }
             Source::Safetensors(all, range) => std::borrow::Cow::Borrowed(&all[range.clone()]),
         };
         Tensor::f_from_data_size(&bytes, &entry.shape, kind)
-            .map_err(|e| bad(&self.path, format!("tensor `{name}`: {e}")))
+            .map_err(|e| bad_data(&self.path, format!("tensor `{name}`: {e}")))
     }
 }
 
@@ -144,7 +136,7 @@ impl Checkpoint {
 fn safetensors_entries(path: &Path) -> Result<Vec<(String, Entry)>> {
     let bytes = Arc::new(std::fs::read(path).at("reading", path)?);
     let st = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| bad(path, format!("not a valid safetensors file: {e}")))?;
+        .map_err(|e| bad_data(path, format!("not a valid safetensors file: {e}")))?;
     let base = bytes.as_ptr() as usize;
     let mut out = Vec::new();
     for (name, view) in st.tensors() {
@@ -167,7 +159,6 @@ impl Model {
     /// wrongly shaped tensor), if its normalisation buffers disagree with the spec's, or if
     /// it cannot be read; nothing is returned half loaded. Also returns the key map used.
     pub fn import(path: &Path, spec: &ModelSpec, device: Device) -> Result<(Model, KeyMap)> {
-        spec.validate()?;
         Model::import_checkpoint(&Checkpoint::open(path)?, spec, device)
     }
 
@@ -199,7 +190,7 @@ impl Model {
                 .as_ref()
                 .map(|k| format!(" (weights under `{k}`)"))
                 .unwrap_or_default();
-            return Err(bad(
+            return Err(bad_data(
                 path,
                 format!("does not fit a {}{nest}:{mismatches}", spec.describe()),
             ));
@@ -253,7 +244,7 @@ fn check_normalization(checkpoint: &Checkpoint, map: &mut KeyMap, spec: &ModelSp
                 .normalization
                 .as_ref()
                 .map_or("none".to_owned(), |n| n.describe());
-            return Err(bad(
+            return Err(bad_data(
                 &checkpoint.path,
                 format!(
                     "holds normalisation buffers `{mean_key}` = {mean:?} and `{std_key}` = {std:?}, but the \

@@ -18,7 +18,7 @@ use pytorch_reader::{DType, PickleValue, PytorchReader};
 use tch::Kind;
 
 use super::{Entry, Source};
-use crate::error::{Result, TrainerError};
+use crate::error::{Result, bad_data};
 
 /// Python types (`module.name`) a checkpoint may hold besides plain values.
 const ALLOWED: &[&str] = &[
@@ -68,25 +68,17 @@ fn first_code(value: &PickleValue, path: &str) -> Option<(String, String)> {
     }
 }
 
-fn bad(path: &Path, reason: String) -> TrainerError {
-    TrainerError::BadData {
-        path: path.to_path_buf(),
-        offset: None,
-        reason,
-    }
-}
-
 /// The tensors of the `torch.save` file at `path`, by their dotted key path, unread.
 pub(super) fn entries(path: &Path) -> Result<Vec<(String, Entry)>> {
     let not_torch = |e: pytorch_reader::PytorchError| {
-        bad(
+        bad_data(
             path,
             format!("not a readable PyTorch checkpoint (torch.save file): {e}"),
         )
     };
     let pickle = PytorchReader::read_pickle_data(path, None).map_err(not_torch)?;
     if let Some((key, name)) = first_code(&pickle, "") {
-        return Err(bad(
+        return Err(bad_data(
             path,
             format!(
                 "`{key}` holds a Python `{name}` object, not tensors or plain data: classwise \
