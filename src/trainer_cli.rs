@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use classwise_core::name::slug;
-use classwise_trainer::bench::{self, AaBench, AaSettings, BenchModel, BenchPlan, Workload};
+use classwise_trainer::bench::{
+    self, AaBench, AaSettings, BenchModel, BenchPlan, Reference, Workload,
+};
 use classwise_trainer::eval::ModelSource;
 use classwise_trainer::eval::autoattack::{AaAttack, Version};
 use classwise_trainer::eval::job::{self, AttackChoice, AutoAttackJob, EvalJob, EvalRequest};
@@ -215,8 +217,9 @@ pub struct BenchArgs {
     /// pass, the optimiser); CPU only. With --json, a `profile` list in every object.
     #[arg(long, conflicts_with = "autoattack")]
     profile: bool,
-    /// Instead: time AutoAttack (standard) on this run's checkpoint, attack by attack.
-    #[arg(long, value_name = "RUN")]
+    /// Instead: time AutoAttack (standard) attack by attack, on a run's checkpoint (a run
+    /// directory) or on the model of a model card (a .toml file).
+    #[arg(long, value_name = "RUN|CARD")]
     autoattack: Option<PathBuf>,
     /// Instead: time loading the weights of this model card (a PyTorch checkpoint or
     /// safetensors) and measure the process's peak memory; one JSON line
@@ -256,11 +259,15 @@ pub struct BenchArgs {
     #[arg(long)]
     no_cudnn_benchmark: bool,
     /// With --autoattack: the crosscheck venv's python (`bash tools/crosscheck/setup.sh`); also
-    /// times torchattacks' AutoAttack (with --settings) on the same images and prints the
-    /// ratio.
+    /// times the Python AutoAttacks of --against on the same images and prints the ratios.
     #[arg(long, requires = "autoattack")]
     python: Option<PathBuf>,
-    /// With --autoattack: where the reports and images go [default: <RUN>/bench-autoattack].
+    /// With --python: which Python AutoAttacks to time (comma-separated): torchattacks (with
+    /// --settings), pyautoattack (the original, fra31's code; --settings original only).
+    #[arg(long, value_delimiter = ',', default_value = "torchattacks", requires = "python", value_parser = |s: &str| s.parse::<Reference>().map_err(|e| e.to_string()))]
+    against: Vec<Reference>,
+    /// With --autoattack: where the reports and images go [default: <RUN>/bench-autoattack, or
+    /// bench-autoattack-<card name> beside a card].
     #[arg(long, requires = "autoattack")]
     out: Option<PathBuf>,
     /// Directory holding the data sets [default: as `train`].
@@ -413,8 +420,10 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `bench --autoattack RUN`: AutoAttack's seconds, and torchattacks' with `--python`.
-fn bench_autoattack(a: &BenchArgs, run: &Path) -> anyhow::Result<ExitCode> {
+/// `bench --autoattack RUN|CARD`: AutoAttack's seconds, and the Python AutoAttacks' with
+/// `--python`.
+fn bench_autoattack(a: &BenchArgs, path: &Path) -> anyhow::Result<ExitCode> {
+    let (source, out) = bench_source(a, path)?;
     let b = AaBench {
         checkpoint: &a.checkpoint,
         test_per_class: a.test_per_class,
@@ -423,13 +432,33 @@ fn bench_autoattack(a: &BenchArgs, run: &Path) -> anyhow::Result<ExitCode> {
         memory_format: a.memory_format.unwrap_or(MemoryFormat::ChannelsLast),
         settings: a.settings,
         python: a.python.as_deref(),
+        references: &a.against,
         data_dir: a.data_dir.as_deref(),
-        out: (a.out.clone()).unwrap_or_else(|| run.join("bench-autoattack")),
+        out,
     };
-    let source = RunDir(run.to_path_buf());
-    let outcome = bench::autoattack::run(&source, &b, |line| println!("{line}"))?;
+    let outcome = bench::autoattack::run(source.as_ref(), &b, |line| println!("{line}"))?;
     print!("{outcome}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The model `bench --autoattack` times: a run directory, or a card (a file), with the output
+/// directory: `--out`, else `<RUN>/bench-autoattack` or `bench-autoattack-<card name>` beside
+/// the card.
+fn bench_source(a: &BenchArgs, path: &Path) -> anyhow::Result<(Box<dyn ModelSource>, PathBuf)> {
+    if !path.is_file() {
+        let out = a
+            .out
+            .clone()
+            .unwrap_or_else(|| path.join("bench-autoattack"));
+        return Ok((Box::new(RunDir(path.to_path_buf())), out));
+    }
+    let card = ModelCard::read(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let default_out = dir.join(format!("bench-autoattack-{}", slug(&card.name)));
+    let out = a.out.clone().unwrap_or(default_out);
+    let origin = Some(path.to_path_buf());
+    let source = CardSource::new(card, a.device.device()?, out.clone(), origin);
+    Ok((Box::new(source), out))
 }
 
 /// `bench`: the training and evaluation steps' speeds, as text or JSON lines.

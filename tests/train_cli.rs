@@ -394,6 +394,60 @@ fn bench_autoattack(a: &Path) {
         .unwrap();
     assert!(!out.status.success());
     assert!(text(&out).contains("--test-per-class"), "{}", text(&out));
+    // The original AutoAttack runs only its own parameters: refused before anything runs.
+    let out = classwise(&args)
+        .args(["torchattacks", "--python", "/nonexistent/python"])
+        .args(["--against", "torchattacks,pyautoattack"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let expected = "--settings original with pyautoattack";
+    assert!(text(&out).contains(expected), "{}", text(&out));
+    bench_autoattack_card(a, &out_dir, &report);
+}
+
+/// `classwise bench --autoattack CARD` on the run's export: the same images, model and seed as
+/// the run's benchmark, so the same robust flags.
+fn bench_autoattack_card(a: &Path, run_bench: &Path, run_report: &serde_json::Value) {
+    let weights = a.with_file_name("bench-export.safetensors");
+    let out = classwise(&["export", "--run", a.to_str().unwrap(), "--out"])
+        .arg(&weights)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let card = a.with_file_name("bench-export.safetensors.card.toml");
+    assert!(
+        card.is_file(),
+        "export wrote no card beside {}",
+        weights.display()
+    );
+    let name = format!("{}-last", a.file_name().unwrap().to_string_lossy());
+    let out = classwise(&[
+        "bench",
+        "--autoattack",
+        card.to_str().unwrap(),
+        "--settings",
+    ])
+    .args([
+        "torchattacks",
+        "--test-per-class",
+        "1",
+        "--checkpoint",
+        "last",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let dir = card.with_file_name(format!("bench-autoattack-{name}"));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("classwise.json")).unwrap()).unwrap();
+    let robust = |r: &serde_json::Value| r["evaluation"]["robust"]["per_class"].clone();
+    assert_eq!(
+        robust(&report),
+        robust(run_report),
+        "{}",
+        run_bench.display()
+    );
 }
 
 /// `classwise eval --attack autoattack` on the first 2 test images of each class: the class ×

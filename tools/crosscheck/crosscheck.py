@@ -421,13 +421,8 @@ def main():
     print(f"\nrobust accuracy (clean and adversarial correct), {n} images:")
     print_table(k, clean, ours, theirs)
     if theirs:
-        diffs = [t - o for t, o in zip(theirs["per_class"], ours["per_class"])
-                 if t is not None and o is not None]
-        index = data["index"][:n]
-        diff = {"overall_points": 100 * (theirs["overall"] - ours["overall"]) if n else None,
-                "max_abs_per_class_points": 100 * max(map(abs, diffs)) if diffs else None,
-                "robust_only_for_ours": index[flags & ~theirs_flags].tolist(),
-                "robust_only_for_torchattacks": index[theirs_flags & ~flags].tolist()}
+        diff = compare_flags("torchattacks", flags, theirs_flags, ours, theirs,
+                             data["index"][:n], n)
         result.update(torchattacks=dict(ta, robust=theirs), diff=diff)
         print(f"\ntorchattacks minus ours: overall {diff['overall_points']:+.2f} points, "
               f"max |per class| {diff['max_abs_per_class_points']:.2f} points; robust only for "

@@ -1,7 +1,7 @@
-//! `classwise bench --autoattack RUN`: AutoAttack's time per image on the first N test images of
-//! each class, attack by attack, and, with a crosscheck interpreter, torchattacks' AutoAttack on
-//! the same images ([`super::crosscheck`]) and the ratio of the two. Prints numbers, asserts
-//! nothing.
+//! `classwise bench --autoattack RUN|CARD`: AutoAttack's time per image on the first N test
+//! images of each class, attack by attack, and, with a crosscheck interpreter, torchattacks'
+//! AutoAttack and/or the original one (`pyautoattack`) on the same images
+//! ([`super::crosscheck`]) with the ratios. Prints numbers, asserts nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +13,7 @@ use crate::eval::job::{head_subset, save_adversarial};
 use crate::eval::{ModelSource, Subject};
 use crate::model::MemoryFormat;
 
-use super::crosscheck::{self, CrossCheck};
+use super::crosscheck::{self, CrossCheck, PythonRun, Reference};
 
 /// Which parameters both sides run AutoAttack standard with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,10 +94,12 @@ pub struct AaBench<'a> {
     pub memory_format: MemoryFormat,
     /// The attacks' parameters, on both sides.
     pub settings: AaSettings,
-    /// The crosscheck venv's interpreter: also time torchattacks.
+    /// The crosscheck venv's interpreter: also time `references` on the same images.
     pub python: Option<&'a Path>,
+    /// The Python AutoAttacks to time with `python`.
+    pub references: &'a [Reference],
     pub data_dir: Option<&'a Path>,
-    /// Where the report, the images and torchattacks' result go.
+    /// Where the report, the images and the Python side's result go.
     pub out: PathBuf,
 }
 
@@ -126,6 +128,7 @@ pub fn run(
         let field = "--test-per-class, --aa-batch-size";
         return Err(invalid(field, format!("{n}, {m}"), "both >= 1"));
     }
+    check_references(b)?;
     let mut subject = source.open(b.checkpoint)?;
     subject.model.set_memory_format(b.memory_format)?;
     subject.model.set_window_forward(!b.no_window);
@@ -158,16 +161,35 @@ pub fn run(
         Some(python) => {
             let adv = b.out.join("adv.safetensors");
             save_adversarial(&adv, &test, &indices, &out, eps, &spec, model)?;
-            Some(torchattacks(python, b, &subject, &adv)?)
+            Some(python_side(python, b, &subject, &adv)?)
         }
     };
     let ours = out.report;
     Ok(AaBenchOutcome { ours, theirs })
 }
 
-/// torchattacks' AutoAttack with `python` on the saved images `adv`, the model's weights saved
+/// Refuses a reference list that cannot run with `b.settings`: the original AutoAttack has
+/// only its own parameters.
+fn check_references(b: &AaBench<'_>) -> Result<()> {
+    if b.references.is_empty() && b.python.is_some() {
+        return Err(invalid(
+            "--against",
+            "nothing",
+            "torchattacks and/or pyautoattack",
+        ));
+    }
+    let original = b.settings == AaSettings::Original;
+    if b.references.contains(&Reference::Pyautoattack) && !original {
+        let settings = format!("--settings {}", b.settings.name());
+        let expected = "--settings original with pyautoattack (it runs only its own parameters)";
+        return Err(invalid("--against", settings, expected));
+    }
+    Ok(())
+}
+
+/// The Python AutoAttacks with `python` on the saved images `adv`, the model's weights saved
 /// beside them.
-fn torchattacks(
+fn python_side(
     python: &Path,
     b: &AaBench<'_>,
     subject: &Subject,
@@ -175,9 +197,15 @@ fn torchattacks(
 ) -> Result<CrossCheck> {
     let weights = b.out.join("model.safetensors");
     subject.model.save(&weights)?;
-    let json = b.out.join("torchattacks.json");
-    let original = b.settings == AaSettings::Original;
-    crosscheck::torchattacks(python, &weights, adv, original, &json)
+    crosscheck::run(&PythonRun {
+        python,
+        weights: &weights,
+        adv,
+        references: b.references,
+        original_params: b.settings == AaSettings::Original,
+        batch_size: b.batch_size,
+        json: &b.out.join("crosscheck.json"),
+    })
 }
 
 /// The line saying what the benchmark runs.

@@ -1,6 +1,7 @@
-//! torchattacks' side of the AutoAttack benchmark: `tools/crosscheck/crosscheck.py` run on the
-//! saved images, the parts of its `--json` result the benchmark reads, and the table of both
-//! sides' seconds.
+//! The Python side of the AutoAttack benchmark: `tools/crosscheck/crosscheck.py` run on the saved
+//! images with torchattacks' AutoAttack, the original one (PyPI `pyautoattack`, fra31's code),
+//! or both; the parts of its `--json` result the benchmark reads; and the table of the sides'
+//! seconds.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,18 +11,62 @@ use serde::Deserialize;
 use crate::error::{IoContext, Result, TrainerError};
 use crate::eval::autoattack::AutoAttackReport;
 
+/// A Python AutoAttack the benchmark can time beside classwise's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference {
+    /// torchattacks 3.5.1's `AutoAttack`, run as a timed cascade of its components.
+    Torchattacks,
+    /// The original AutoAttack (`fra31/auto-attack`, PyPI `pyautoattack` 0.2.0), timed whole.
+    Pyautoattack,
+}
+
+impl Reference {
+    pub const ALL: [Reference; 2] = [Reference::Torchattacks, Reference::Pyautoattack];
+
+    /// `torchattacks` or `pyautoattack`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reference::Torchattacks => "torchattacks",
+            Reference::Pyautoattack => "pyautoattack",
+        }
+    }
+}
+
+impl std::str::FromStr for Reference {
+    type Err = TrainerError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        super::by_name(&Reference::ALL, Reference::name, "reference", s)
+    }
+}
+
 /// The parts of crosscheck.py's `--json` result the benchmark reads.
 #[derive(Debug, Deserialize)]
 pub struct CrossCheck {
     pub passed: bool,
-    pub torchattacks: TorchAttacks,
+    #[serde(default)]
+    pub torchattacks: Option<Timed>,
+    #[serde(default)]
+    pub pyautoattack: Option<Timed>,
 }
 
-/// torchattacks' timings and robust accuracy.
+impl CrossCheck {
+    /// The result of `reference`, if it ran.
+    pub fn of(&self, reference: Reference) -> Option<&Timed> {
+        match reference {
+            Reference::Torchattacks => self.torchattacks.as_ref(),
+            Reference::Pyautoattack => self.pyautoattack.as_ref(),
+        }
+    }
+}
+
+/// One Python AutoAttack's timings and robust accuracy.
 #[derive(Debug, Deserialize)]
-pub struct TorchAttacks {
+pub struct Timed {
     pub seconds: f64,
     pub seconds_per_image: f64,
+    /// The seconds attack by attack (torchattacks only: the original is timed whole).
+    #[serde(default)]
     pub components: Vec<Component>,
     pub robust: Robust,
 }
@@ -39,32 +84,59 @@ pub struct Robust {
     pub overall: f64,
 }
 
+/// What crosscheck.py runs.
+pub struct PythonRun<'a> {
+    /// The crosscheck venv's interpreter.
+    pub python: &'a Path,
+    pub weights: &'a Path,
+    /// The file of `save_adversarial`.
+    pub adv: &'a Path,
+    pub references: &'a [Reference],
+    /// torchattacks with the original's parameters (`--original-params`).
+    pub original_params: bool,
+    pub batch_size: usize,
+    /// Where its `--json` result goes.
+    pub json: &'a Path,
+}
+
 /// The repository's crosscheck script.
 fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/crosscheck/crosscheck.py")
 }
 
-/// Runs crosscheck.py with `python` on the saved images (with `--original-params` when
-/// `original_params`) and reads its result from `json`.
-pub fn torchattacks(
-    python: &Path,
-    weights: &Path,
-    adv: &Path,
-    original_params: bool,
-    json: &Path,
-) -> Result<CrossCheck> {
+/// crosscheck.py's flags for `run`.
+fn flags(run: &PythonRun<'_>) -> Vec<String> {
+    let mut flags = vec![
+        "--threads".to_string(),
+        tch::get_num_threads().to_string(),
+        "--batch-size".into(),
+        run.batch_size.to_string(),
+    ];
+    if run.original_params {
+        flags.push("--original-params".into());
+    }
+    if run.references.contains(&Reference::Pyautoattack) {
+        flags.push("--pyautoattack".into());
+    }
+    if !run.references.contains(&Reference::Torchattacks) {
+        flags.push("--no-torchattacks".into());
+    }
+    flags
+}
+
+/// Runs crosscheck.py and reads its result.
+pub fn run(run: &PythonRun<'_>) -> Result<CrossCheck> {
     let script = script();
-    let command = format!("{} {}", python.display(), script.display());
-    let status = Command::new(python)
+    let command = format!("{} {}", run.python.display(), script.display());
+    let status = Command::new(run.python)
         .arg(&script)
         .arg("--weights")
-        .arg(weights)
+        .arg(run.weights)
         .arg("--adv")
-        .arg(adv)
-        .args(original_params.then_some("--original-params"))
-        .args(["--threads", &tch::get_num_threads().to_string()])
+        .arg(run.adv)
+        .args(flags(run))
         .arg("--json")
-        .arg(json)
+        .arg(run.json)
         .status()
         .map_err(|e| TrainerError::Command {
             command: command.clone(),
@@ -74,9 +146,9 @@ pub fn torchattacks(
         let reason = format!("exited with {status}");
         return Err(TrainerError::Command { command, reason });
     }
-    let text = std::fs::read_to_string(json).at("reading", json)?;
+    let text = std::fs::read_to_string(run.json).at("reading", run.json)?;
     serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
-        path: json.to_path_buf(),
+        path: run.json.to_path_buf(),
         offset: None,
         reason: format!("not crosscheck.py's result: {e}"),
     })
@@ -90,47 +162,60 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-/// The seconds per attack (and per image) of both sides, with the ratio classwise/torchattacks.
-pub fn table(ours: &AutoAttackReport, theirs: Option<&CrossCheck>) -> String {
-    let mut s =
-        String::from("\n| attack | classwise s | torchattacks s | ratio |\n|---|---|---|---|\n");
-    let theirs_of = |attack: &str| {
-        let components = theirs.map(|t| t.torchattacks.components.as_slice());
-        let found = components
-            .unwrap_or_default()
-            .iter()
-            .find(|c| c.attack == attack);
-        found.map(|c| c.seconds)
-    };
-    for step in &ours.steps {
-        let other = theirs_of(&step.attack);
-        s += &format!(
-            "| {} | {:.1} | {} | {} |\n",
-            step.attack,
-            step.seconds,
-            other.map_or("-".into(), |o| format!("{o:.1}")),
-            other.map_or("-".into(), |o| ratio(step.seconds, o))
-        );
+/// The cells `| s | ratio |` of a side that took `theirs` seconds where classwise took `ours`.
+fn cells(ours: f64, theirs: Option<f64>) -> String {
+    match theirs {
+        Some(t) => format!(" {t:.1} | {} |", ratio(ours, t)),
+        None => " - | - |".into(),
     }
-    let t = theirs.map(|t| &t.torchattacks);
+}
+
+/// The seconds per attack (and per image) of classwise and of each reference that ran, with
+/// the ratios classwise / reference, and the robust accuracies.
+pub fn table(ours: &AutoAttackReport, theirs: Option<&CrossCheck>) -> String {
+    let ran: Vec<(Reference, &Timed)> = Reference::ALL
+        .iter()
+        .filter_map(|&r| Some((r, theirs?.of(r)?)))
+        .collect();
+    let mut s = String::from("\n| attack | classwise s |");
+    for (r, _) in &ran {
+        s += &format!(" {} s | ratio |", r.name());
+    }
+    s += &format!("\n|---|---|{}\n", "---|---|".repeat(ran.len()));
+    for step in &ours.steps {
+        s += &format!("| {} | {:.1} |", step.attack, step.seconds);
+        for (_, t) in &ran {
+            let other = t.components.iter().find(|c| c.attack == step.attack);
+            s += &cells(step.seconds, other.map(|c| c.seconds));
+        }
+        s.push('\n');
+    }
     s += &format!(
-        "| **all** (s per image) | {:.1} ({:.3}) | {} | {} |\n",
-        ours.seconds,
-        ours.seconds_per_image,
-        t.map_or("-".into(), |t| format!(
-            "{:.1} ({:.3})",
-            t.seconds, t.seconds_per_image
-        )),
-        t.map_or("-".into(), |t| ratio(ours.seconds, t.seconds))
+        "| **all** | {:.1} ({:.3} per image) |",
+        ours.seconds, ours.seconds_per_image
     );
-    s += &format!(
-        "\nrobust accuracy: classwise {:.2}%{}\n",
-        100.0 * ours.evaluation.robust.average(),
-        theirs.map_or(String::new(), |t| format!(
-            ", torchattacks {:.2}% (crosscheck checks {})",
-            100.0 * t.torchattacks.robust.overall,
-            if t.passed { "passed" } else { "FAILED" }
-        ))
+    for (_, t) in &ran {
+        s += &cells(ours.seconds, Some(t.seconds));
+    }
+    s + &accuracies(ours, theirs, &ran)
+}
+
+/// The line of robust accuracies under the table.
+fn accuracies(
+    ours: &AutoAttackReport,
+    theirs: Option<&CrossCheck>,
+    ran: &[(Reference, &Timed)],
+) -> String {
+    let mut s = format!(
+        "\n\nrobust accuracy: classwise {:.2}%",
+        100.0 * ours.evaluation.robust.average()
     );
-    s
+    for (r, t) in ran {
+        s += &format!(", {} {:.2}%", r.name(), 100.0 * t.robust.overall);
+    }
+    if let Some(t) = theirs {
+        let verdict = if t.passed { "passed" } else { "FAILED" };
+        s += &format!(" (crosscheck checks {verdict})");
+    }
+    s + "\n"
 }

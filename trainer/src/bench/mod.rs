@@ -13,7 +13,7 @@ pub mod import;
 mod text;
 
 pub use autoattack::{AaBench, AaBenchOutcome, AaSettings};
-pub use crosscheck::CrossCheck;
+pub use crosscheck::{CrossCheck, Reference};
 
 use std::time::Instant;
 
