@@ -404,6 +404,66 @@ fn bench_autoattack(a: &Path) {
     let expected = "--settings original with pyautoattack";
     assert!(text(&out).contains(expected), "{}", text(&out));
     bench_autoattack_card(a, &out_dir, &report);
+    bench_autoattack_python(a);
+}
+
+/// crosscheck.py's result as the stand-in interpreter of `bench_autoattack_python` writes it:
+/// torchattacks 10 s (APGD-CE 2 s), the original AutoAttack 20 s.
+const CANNED_CROSSCHECK: &str = r#"{"passed": true,
+ "torchattacks": {"seconds": 10.0, "seconds_per_image": 1.0,
+   "components": [{"attack": "apgd-ce", "seconds": 2.0}], "robust": {"overall": 0.5}},
+ "pyautoattack": {"seconds": 20.0, "seconds_per_image": 2.0, "robust": {"overall": 0.4}}}"#;
+
+/// `bench --autoattack --python PY --against torchattacks,pyautoattack` with a stand-in for the
+/// venv's python that records its arguments and writes a canned result: the flags crosscheck.py
+/// gets, and the ratios classwise's seconds / theirs in the table.
+fn bench_autoattack_python(a: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = a.with_file_name("fake-python");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("canned.json"), CANNED_CROSSCHECK).unwrap();
+    let python = dir.join("python");
+    let script = "#!/bin/sh\nd=$(dirname \"$0\")\necho \"$@\" > \"$d/args.txt\"\n\
+                  while [ $# -gt 0 ]; do [ \"$1\" = --json ] && out=$2; shift; done\n\
+                  cp \"$d/canned.json\" \"$out\"\n";
+    std::fs::write(&python, script).unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out_dir = a.with_file_name("bench-aa-python");
+    let out = classwise(&["bench", "--autoattack", a.to_str().unwrap()])
+        .args([
+            "--test-per-class",
+            "1",
+            "--python",
+            python.to_str().unwrap(),
+        ])
+        .args(["--against", "torchattacks,pyautoattack", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let args = std::fs::read_to_string(dir.join("args.txt")).unwrap();
+    let words: Vec<&str> = args.split_whitespace().collect();
+    for flag in ["--original-params", "--pyautoattack", "--adv", "--json"] {
+        assert!(words.contains(&flag), "{flag} not in {args}");
+    }
+    assert!(
+        words.windows(2).any(|w| w == ["--batch-size", "500"]),
+        "{args}"
+    );
+    assert!(!words.contains(&"--no-torchattacks"), "{args}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("classwise.json")).unwrap()).unwrap();
+    let seconds = |v: &serde_json::Value| v["seconds"].as_f64().unwrap();
+    let (apgd, all) = (seconds(&report["steps"][0]), seconds(&report));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row = format!("| apgd-ce | {apgd:.1} | 2.0 | {:.2} | - | - |", apgd / 2.0);
+    assert!(stdout.contains(&row), "{row} not in {stdout}");
+    let all_cells = format!("| 10.0 | {:.2} | 20.0 | {:.2} |", all / 10.0, all / 20.0);
+    assert!(stdout.contains(&all_cells), "{all_cells} not in {stdout}");
+    assert!(
+        stdout.contains("torchattacks 50.00%, pyautoattack 40.00%"),
+        "{stdout}"
+    );
 }
 
 /// `classwise bench --autoattack CARD` on the run's export: the same images, model and seed as
