@@ -450,6 +450,8 @@ fn bench_autoattack_python(a: &Path) {
         words.windows(2).any(|w| w == ["--batch-size", "500"]),
         "{args}"
     );
+    let device = ["--device", "cpu"];
+    assert!(words.windows(2).any(|w| w == device), "{args}");
     assert!(!words.contains(&"--no-torchattacks"), "{args}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("classwise.json")).unwrap()).unwrap();

@@ -11,6 +11,7 @@ See README.md.
 """
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -178,6 +179,19 @@ def component_params(atk):
     return out
 
 
+def on_device(args, model, x, y):
+    """The attacks' copies of the model and the images on `--device` (the checks a-c stay on
+    the CPU model)."""
+    device = torch.device(args.device)
+    return copy.deepcopy(model).to(device), x.to(device), y.to(device)
+
+
+def synchronize(device):
+    """Waits for the device's queued work, so that a time read after it counts that work."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def batches(n, size):
     return [(i, min(i + size, n)) for i in range(0, n, size)]
 
@@ -188,6 +202,7 @@ def run_multiattack(aa, x, y, batch):
     start = time.perf_counter()
     for i, (lo, hi) in enumerate(batches(len(y), batch)):
         out[lo:hi] = aa(x[lo:hi], y[lo:hi]).detach()
+        synchronize(x.device)
         progress(f"multiattack batch {i + 1}: {time.perf_counter() - start:.1f} s")
     return out, time.perf_counter() - start
 
@@ -203,7 +218,7 @@ def run_cascade(attacks, model, x, y, batch):
     start = time.perf_counter()
     for b, (lo, hi) in enumerate(batches(len(y), batch)):
         xb, yb = x[lo:hi], y[lo:hi]
-        left = torch.arange(hi - lo)
+        left = torch.arange(hi - lo, device=x.device)
         for atk, st in zip(attacks, stats):
             t0 = time.perf_counter()
             adv = atk(xb[left], yb[left]).detach()
@@ -238,8 +253,11 @@ def set_original_params(attacks, k):
 
 
 def run_torchattacks(args, model, x, y, k, eps, clean_ok):
+    """torchattacks' AutoAttack on `--device`; the robust flags from the CPU model."""
     import torchattacks
 
+    model_cpu, x_cpu = model, x
+    model, x, y_dev = on_device(args, model, x, y)
     aa = torchattacks.AutoAttack(model, norm="Linf", eps=eps, version=args.version,
                                  n_classes=k, seed=args.seed)
     multi = aa._autoattack  # the MultiAttack the constructor built: its components, as given
@@ -254,16 +272,18 @@ def run_torchattacks(args, model, x, y, k, eps, clean_ok):
                              for a in attacks]}
     n = len(y)
     if args.mode in ("cascade", "both"):
-        adv, seconds, stats = run_cascade(attacks, model, x, y, args.batch_size)
+        adv, seconds, stats = run_cascade(attacks, model, x, y_dev, args.batch_size)
         for comp, st in zip(result["components"], stats):
             comp.update(st, seconds_per_image=st["seconds"] / n if n else None,
                         seconds_per_image_in=st["seconds"] / st["images_in"]
                         if st["images_in"] else None)
     if args.mode in ("multiattack", "both"):
-        adv_m, seconds_m = run_multiattack(aa, x, y, args.batch_size)
+        adv_m, seconds_m = run_multiattack(aa, x, y_dev, args.batch_size)
+        adv_m = adv_m.cpu()
         result["multiattack_seconds"] = seconds_m
         if args.mode == "multiattack":
             adv, seconds = adv_m, seconds_m
+    adv, model, x = adv.cpu(), model_cpu, x_cpu
     adv_ok = predict(model, adv, args.batch_size).argmax(1) == y
     flags = clean_ok & adv_ok
     dist = (adv.double() - x.double()).abs().flatten(1).amax(1) if n else torch.zeros(0)
@@ -290,12 +310,15 @@ def run_pyautoattack(args, model, x, y, eps, clean_ok):
     whole; robust = correct on the clean image and on its adversarial example."""
     import pyautoattack
 
-    adversary = pyautoattack.AutoAttack(model, norm="Linf", eps=eps, version=args.version,
-                                        seed=args.seed, device="cpu")
+    model_dev, x_dev, y_dev = on_device(args, model, x, y)
+    adversary = pyautoattack.AutoAttack(model_dev, norm="Linf", eps=eps, version=args.version,
+                                        seed=args.seed, device=x_dev.device)
     adversary.verbose = False
     start = time.perf_counter()
-    adv, _ = adversary.run_standard_evaluation(x, y, batch_size=args.batch_size)
+    adv, _ = adversary.run_standard_evaluation(x_dev, y_dev, batch_size=args.batch_size)
+    synchronize(x_dev.device)
     seconds = time.perf_counter() - start
+    adv = adv.cpu()
     flags = clean_ok & (predict(model, adv, args.batch_size).argmax(1) == y)
     n = len(y)
     dist = (adv.double() - x.double()).abs().flatten(1).amax(1) if n else torch.zeros(0)
@@ -346,6 +369,9 @@ def main():
     p.add_argument("--version", default="standard", help="torchattacks AutoAttack version")
     p.add_argument("--batch-size", type=int, default=250)
     p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    p.add_argument("--device", default="cpu",
+                   help="where the attacks run (cpu, cuda, cuda:1, ...); the checks a-c and "
+                        "the robust flags use the CPU")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the result here")
     p.add_argument("--limit", type=int, help="only the first N images")
@@ -387,7 +413,7 @@ def main():
         print(f"        note: {note}")
     print(f"adv:    {args.adv}: {n} of {data['x'].shape[0]} images, eps {meta['eps']} "
           f"= {eps:.9g}, attacks {meta['attacks']} (version {meta['version']})")
-    print(f"torch {torch.__version__}, {args.threads} threads\n")
+    print(f"torch {torch.__version__}, {args.threads} threads, attacks on {args.device}\n")
 
     clean_logits = predict(model, x, args.batch_size)
     adv_logits = predict(model, x_adv, args.batch_size)

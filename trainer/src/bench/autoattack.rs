@@ -204,6 +204,7 @@ fn python_side(
         references: b.references,
         original_params: b.settings == AaSettings::Original,
         batch_size: b.batch_size,
+        device: subject.device,
         json: &b.out.join("crosscheck.json"),
     })
 }

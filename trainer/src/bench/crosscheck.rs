@@ -95,6 +95,8 @@ pub struct PythonRun<'a> {
     /// torchattacks with the original's parameters (`--original-params`).
     pub original_params: bool,
     pub batch_size: usize,
+    /// Where the Python attacks run: classwise's device.
+    pub device: tch::Device,
     /// Where its `--json` result goes.
     pub json: &'a Path,
 }
@@ -111,6 +113,8 @@ fn flags(run: &PythonRun<'_>) -> Vec<String> {
         tch::get_num_threads().to_string(),
         "--batch-size".into(),
         run.batch_size.to_string(),
+        "--device".into(),
+        torch_device(run.device),
     ];
     if run.original_params {
         flags.push("--original-params".into());
@@ -122,6 +126,16 @@ fn flags(run: &PythonRun<'_>) -> Vec<String> {
         flags.push("--no-torchattacks".into());
     }
     flags
+}
+
+/// PyTorch's name of `device`: `cpu`, `cuda:0`, ...
+fn torch_device(device: tch::Device) -> String {
+    match device {
+        tch::Device::Cuda(i) => format!("cuda:{i}"),
+        tch::Device::Mps => "mps".into(),
+        tch::Device::Vulkan => "vulkan".into(),
+        tch::Device::Cpu => "cpu".into(),
+    }
 }
 
 /// Runs crosscheck.py and reads its result.
