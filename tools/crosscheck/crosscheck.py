@@ -183,6 +183,8 @@ def on_device(args, model, x, y):
     """The attacks' copies of the model and the images on `--device` (the checks a-c stay on
     the CPU model)."""
     device = torch.device(args.device)
+    if device.type == "cpu":
+        return model, x, y
     return copy.deepcopy(model).to(device), x.to(device), y.to(device)
 
 
@@ -256,9 +258,8 @@ def run_torchattacks(args, model, x, y, k, eps, clean_ok):
     """torchattacks' AutoAttack on `--device`; the robust flags from the CPU model."""
     import torchattacks
 
-    model_cpu, x_cpu = model, x
-    model, x, y_dev = on_device(args, model, x, y)
-    aa = torchattacks.AutoAttack(model, norm="Linf", eps=eps, version=args.version,
+    model_dev, x_dev, y_dev = on_device(args, model, x, y)
+    aa = torchattacks.AutoAttack(model_dev, norm="Linf", eps=eps, version=args.version,
                                  n_classes=k, seed=args.seed)
     multi = aa._autoattack  # the MultiAttack the constructor built: its components, as given
     if type(multi).__name__ != "MultiAttack":
@@ -272,18 +273,18 @@ def run_torchattacks(args, model, x, y, k, eps, clean_ok):
                              for a in attacks]}
     n = len(y)
     if args.mode in ("cascade", "both"):
-        adv, seconds, stats = run_cascade(attacks, model, x, y_dev, args.batch_size)
+        adv, seconds, stats = run_cascade(attacks, model_dev, x_dev, y_dev, args.batch_size)
         for comp, st in zip(result["components"], stats):
             comp.update(st, seconds_per_image=st["seconds"] / n if n else None,
                         seconds_per_image_in=st["seconds"] / st["images_in"]
                         if st["images_in"] else None)
     if args.mode in ("multiattack", "both"):
-        adv_m, seconds_m = run_multiattack(aa, x, y_dev, args.batch_size)
+        adv_m, seconds_m = run_multiattack(aa, x_dev, y_dev, args.batch_size)
         adv_m = adv_m.cpu()
         result["multiattack_seconds"] = seconds_m
         if args.mode == "multiattack":
             adv, seconds = adv_m, seconds_m
-    adv, model, x = adv.cpu(), model_cpu, x_cpu
+    adv = adv.cpu()
     adv_ok = predict(model, adv, args.batch_size).argmax(1) == y
     flags = clean_ok & adv_ok
     dist = (adv.double() - x.double()).abs().flatten(1).amax(1) if n else torch.zeros(0)
@@ -342,6 +343,14 @@ def compare_flags(name, flags, theirs_flags, ours, theirs, index, n):
 
 
 # ---------------------------------------------------------------------------------------------
+
+def describe_diff(name, diff):
+    """One line: their robust accuracy minus ours and the images robust for one side only."""
+    return (f"{name} minus ours: overall {diff['overall_points']:+.2f} points, max |per class| "
+            f"{diff['max_abs_per_class_points']:.2f} points; robust only for ours: "
+            f"{len(diff['robust_only_for_ours'])}, only for {name}: "
+            f"{len(diff[f'robust_only_for_{name}'])}")
+
 
 def pct(v):
     return "   -  " if v is None else f"{100 * v:6.2f}"
@@ -450,10 +459,7 @@ def main():
         diff = compare_flags("torchattacks", flags, theirs_flags, ours, theirs,
                              data["index"][:n], n)
         result.update(torchattacks=dict(ta, robust=theirs), diff=diff)
-        print(f"\ntorchattacks minus ours: overall {diff['overall_points']:+.2f} points, "
-              f"max |per class| {diff['max_abs_per_class_points']:.2f} points; robust only for "
-              f"ours: {len(diff['robust_only_for_ours'])}, only for torchattacks: "
-              f"{len(diff['robust_only_for_torchattacks'])}")
+        print("\n" + describe_diff("torchattacks", diff))
         print(f"torchattacks: {ta['seconds']:.1f} s, {ta['seconds_per_image']:.3f} s/image "
               f"(max Linf {ta['max_linf']:.6g}, in [0,1]: {ta['in_range']})")
         for comp in ta["components"]:
@@ -472,10 +478,9 @@ def main():
                                 data["index"][:n], n)
         result.update(pyautoattack=dict(pa, robust=pa_rates), pyautoattack_diff=pa_diff)
         print(f"pyautoattack {pa['version']}: robust {pct(pa_rates['overall'])} % against ours "
-              f"{pct(ours['overall'])} % (pyautoattack minus ours "
-              f"{pa_diff['overall_points']:+.2f} points, max |per class| "
-              f"{pa_diff['max_abs_per_class_points']:.2f}); {pa['seconds']:.1f} s, "
+              f"{pct(ours['overall'])} %; {pa['seconds']:.1f} s, "
               f"{pa['seconds_per_image']:.3f} s/image")
+        print(describe_diff("pyautoattack", pa_diff))
     passed = all(c["passed"] for c in checks)
     # Timings are only comparable on an otherwise idle machine: keep the load with them.
     result.update(passed=passed, load_average_before=load_before,

@@ -99,7 +99,6 @@ pub fn check(field: impl Into<String>, v: f64, bound: Bound) -> Result<f64> {
     }
 }
 
-/// An [`TrainerError::Invalid`] for `field`.
 /// A [`TrainerError::BadData`] about the whole file at `path` (no byte offset).
 pub fn bad_data(path: &std::path::Path, reason: impl Into<String>) -> TrainerError {
     TrainerError::BadData {
@@ -109,6 +108,7 @@ pub fn bad_data(path: &std::path::Path, reason: impl Into<String>) -> TrainerErr
     }
 }
 
+/// An [`TrainerError::Invalid`] for `field`.
 pub fn invalid(
     field: impl Into<String>,
     value: impl std::fmt::Display,
