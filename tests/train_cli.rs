@@ -425,21 +425,12 @@ fn bench_autoattack_python(a: &Path) {
     let python = dir.join("python");
     let script = "#!/bin/sh\nd=$(dirname \"$0\")\necho \"$@\" > \"$d/args.txt\"\n\
                   while [ $# -gt 0 ]; do [ \"$1\" = --json ] && out=$2; shift; done\n\
-                  cp \"$d/canned.json\" \"$out\"\n";
+                  [ -f \"$d/canned.json\" ] && cp \"$d/canned.json\" \"$out\"\n\
+                  exit $(cat \"$d/exit\" 2>/dev/null || echo 0)\n";
     std::fs::write(&python, script).unwrap();
     std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out_dir = a.with_file_name("bench-aa-python");
-    let out = classwise(&["bench", "--autoattack", a.to_str().unwrap()])
-        .args([
-            "--test-per-class",
-            "1",
-            "--python",
-            python.to_str().unwrap(),
-        ])
-        .args(["--against", "torchattacks,pyautoattack", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = bench_python(a, &python, &out_dir);
     assert!(out.status.success(), "{}", text(&out));
     let args = std::fs::read_to_string(dir.join("args.txt")).unwrap();
     let words: Vec<&str> = args.split_whitespace().collect();
@@ -466,6 +457,44 @@ fn bench_autoattack_python(a: &Path) {
         stdout.contains("torchattacks 50.00%, pyautoattack 40.00%"),
         "{stdout}"
     );
+    bench_autoattack_failed_check(a, &python, &out_dir);
+}
+
+/// `bench --autoattack RUN --test-per-class 1 --python PY --against torchattacks,pyautoattack`.
+fn bench_python(a: &Path, python: &Path, out_dir: &Path) -> std::process::Output {
+    let python = python.to_str().unwrap();
+    classwise(&["bench", "--autoattack", a.to_str().unwrap()])
+        .args(["--test-per-class", "1", "--python", python])
+        .args(["--against", "torchattacks,pyautoattack", "--out"])
+        .arg(out_dir)
+        .output()
+        .unwrap()
+}
+
+/// A failed check (crosscheck.py exits with 1 after writing its result) leaves the timings in
+/// the table and names the check; an exit with 1 and no result (an exception) is an error.
+fn bench_autoattack_failed_check(a: &Path, python: &Path, out_dir: &Path) {
+    let dir = python.parent().unwrap();
+    let failed = CANNED_CROSSCHECK.replace(
+        r#"{"passed": true,"#,
+        r#"{"passed": false, "checks": [{"name": "a: logits", "passed": false, "text": "max 0.5"}],"#,
+    );
+    std::fs::write(dir.join("canned.json"), failed).unwrap();
+    std::fs::write(dir.join("exit"), "1").unwrap();
+    let out = bench_python(a, python, out_dir);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("crosscheck checks FAILED"), "{stdout}");
+    assert!(
+        stdout.contains("FAILED check a: logits: max 0.5"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| 10.0 |"), "{stdout}");
+    // The result of the run before must not stand in for a missing one.
+    std::fs::remove_file(dir.join("canned.json")).unwrap();
+    let out = bench_python(a, python, out_dir);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("exited with"), "{}", text(&out));
 }
 
 /// `classwise bench --autoattack CARD` on the run's export: the same images, model and seed as

@@ -129,6 +129,8 @@ pub fn run(
         return Err(invalid(field, format!("{n}, {m}"), "both >= 1"));
     }
     check_references(b)?;
+    // Found before the attacks run, so that a missing script costs no minutes.
+    let script = b.python.map(|_| crosscheck::script()).transpose()?;
     let mut subject = source.open(b.checkpoint)?;
     subject.model.set_memory_format(b.memory_format)?;
     subject.model.set_window_forward(!b.no_window);
@@ -156,13 +158,13 @@ pub fn run(
         "autoattack report",
         &out.report,
     )?;
-    let theirs = match b.python {
-        None => None,
-        Some(python) => {
+    let theirs = match (b.python, &script) {
+        (Some(python), Some(script)) => {
             let adv = b.out.join("adv.safetensors");
             save_adversarial(&adv, &test, &indices, &out, eps, &spec, model)?;
-            Some(python_side(python, b, &subject, &adv)?)
+            Some(python_side((python, script), b, &subject, &adv)?)
         }
+        _ => None,
     };
     let ours = out.report;
     Ok(AaBenchOutcome { ours, theirs })
@@ -187,10 +189,10 @@ fn check_references(b: &AaBench<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The Python AutoAttacks with `python` on the saved images `adv`, the model's weights saved
-/// beside them.
+/// The Python AutoAttacks with `python` running `script` on the saved images `adv`, the
+/// model's weights saved beside them.
 fn python_side(
-    python: &Path,
+    (python, script): (&Path, &Path),
     b: &AaBench<'_>,
     subject: &Subject,
     adv: &Path,
@@ -199,6 +201,7 @@ fn python_side(
     subject.model.save(&weights)?;
     crosscheck::run(&PythonRun {
         python,
+        script,
         weights: &weights,
         adv,
         references: b.references,
