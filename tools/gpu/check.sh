@@ -13,7 +13,11 @@
 #   8 presets       every configs/cifar10-*.toml and cifar100-*.toml for 2 epochs on a few
 #                   hundred images, in parallel lanes; FRL presets start from the run of the
 #                   preset they name; cifar10-cfa-at and cifar10-wat-trades also in bf16
-#   9 summary       one table (step, status, seconds, note), the total against the budget
+#   9 card          (only when GPU_STEPS names it) a WRN-28-10 that PyTorch trains for one epoch
+#                   (tools/gpu/train_card.py, RobustBench's definition, a torch.save file and
+#                   its model card), then `classwise bench --autoattack CARD` on 1,000 test
+#                   images against the original AutoAttack (pyautoattack) on the same weights
+#  10 summary       one table (step, status, seconds, note), the total against the budget
 # A failing step does not stop the others; the exit status is 1 if any step failed.
 #
 # Environment (all optional):
@@ -26,6 +30,8 @@
 #   CONFIGS      the presets [configs/ of this checkout]
 #   GPU_BUDGET_S the time the steps plan for [450]; GPU_LIMIT_S the limit checked [480]
 #   GPU_LANES    preset runs at once [3]
+#   GPU_STEPS    the steps to run [1 2 3 4 5 6 7 8]; 1 and 3 always run (the others need them),
+#                6 needs 5; e.g. GPU_STEPS=9 for the card comparison alone
 #   GPU_DRY=1    everything on the CPU at tiny sizes (a test of the script); GPU_DRY_ALL=1 runs
 #                every preset in it (else 8 and the bf16 runs), GPU_DRY_ARCH the architecture every dry
 #                preset run uses [small_cnn_cifar; empty: the presets' own, WRNs as WRN-10-1]
@@ -50,14 +56,15 @@ rm -rf "$W"; mkdir -p "$W/logs" "$W/args" "$W/done"; W=$(realpath "$W"); touch "
 RUNS="$W/runs"; mkdir -p "$RUNS"
 HELP="$G/summarize.py"
 PYH=${PYH:-python3}   # the helpers need only the standard library
-SUM="$W/summary.tsv"; : > "$SUM"
+SUM="$W/summary.tsv"; : > "$SUM"; : > "$W/bench_table.txt"
 for f in summary.txt run.log env.txt bench.jsonl results.jsonl train_runs.log autoattack.log long_run.log; do : > "$OUT/$f"; done
 exec > >(tee "$OUT/run.log") 2>&1
 SECONDS=0
 
 if [ "$DRY" = 1 ]; then
   BUDGET=${GPU_BUDGET_S:-100000}; LIMIT=${GPU_LIMIT_S:-100000}; DEV=cpu; LANES=${GPU_LANES:-2}
-  SYNTH_C10=(--train-per-class 302 --test-per-class 2)   # the 300-per-class validation splits fit
+  # the 300-per-class validation splits fit; the whole test split, which a model card (step 9) needs
+  SYNTH_C10=(--train-per-class 302 --test-per-class 1000)
   SYNTH_C100=(--train-per-class 32 --test-per-class 1)
   C10=1,1,1; C100=1,1,1; EPOCHS=2; RUN_TO=900; RUN_TO_WRN=900
   BENCH_MODELS="preact-resnet18 wrn-34-10"; BENCH_WL=pgd-at; BB=1; BS=1; BENCH_TO=900; BENCH_END=100000
@@ -72,6 +79,7 @@ if [ "$DRY" = 1 ]; then
   if [ -n "$DRY_ARCH" ]; then ARCH_PLAN=(--arch "$DRY_ARCH"); ARCH_SET=(--set "model.architecture={ kind = \"$DRY_ARCH\" }")
   else ARCH_PLAN=(--wrn-arch '{ kind = "wide_resnet", depth = 10, widen = 1 }'); ARCH_SET=(); fi
   COUNTS=(--counts-any); COUNTS_SET=(--set 'data.source={ kind = "files", id = "cifar10", options = { counts = "any" } }')
+  CARD_TRAIN=(--depth 10 --widen 1 --limit 512 --device cpu); CARD_PER_CLASS=2; CARD_TO=900
 else
   BUDGET=${GPU_BUDGET_S:-450}; LIMIT=${GPU_LIMIT_S:-480}; DEV=cuda; LANES=${GPU_LANES:-3}
   SYNTH_C10=(); SYNTH_C100=()
@@ -80,7 +88,10 @@ else
   AA_ARGS=(--version standard --test-per-class 50); AA_TO=120
   LONG_SET=(--set data.test_per_class=100 --set eval.test_per_class=100 --set eval.val_per_class=20); LONG_TO=150
   ONLY=""; ARCH_PLAN=(); ARCH_SET=(); COUNTS=(); COUNTS_SET=()
+  CARD_TRAIN=(--bf16 --channels-last --device cuda); CARD_PER_CLASS=100; CARD_TO=150
 fi
+STEPS=" ${GPU_STEPS:-1 2 3 4 5 6 7 8} "
+want() { [[ "$STEPS" == *" $1 "* ]]; }
 BF16_PRESETS=${GPU_BF16_PRESETS:-cifar10-cfa-at,cifar10-wat-trades}
 left() { echo $((BUDGET - SECONDS)); }
 hdr() { echo; echo "=============== $* (t=${SECONDS}s)"; }
@@ -129,24 +140,31 @@ grep -E 'not found|torch|c10' "$W/ldd.txt" | tee -a "$OUT/env.txt"
 MISSING=$(grep -c 'not found' "$W/ldd.txt")
 VERSION=$(timeout 30 "$BIN" --version 2>&1); VRC=$?
 echo "$VERSION" | tee -a "$OUT/env.txt"
-# torchattacks for reference.py's eval-pgd20: a wheel beside the binary or here, if torch lacks it
-SITE=""
-if [ -n "$TORCH_PY" ] && ! "$TORCH_PY" -c 'import torchattacks' > /dev/null 2>&1; then
-  WHL=$(ls "$(dirname "$BIN")"/torchattacks-*.whl "$G"/torchattacks-*.whl 2>/dev/null | head -1)
-  if [ -n "$WHL" ] && "$TORCH_PY" -m pip install -q --no-index --no-deps --target "$W/site" "$WHL" > "$W/pip.txt" 2>&1; then
-    SITE="$W/site"; fi
-fi
+# Python packages the torch may lack: torchattacks (reference.py's eval-pgd20), pyautoattack
+# and robustbench (step 9), from the site/ folder beside the binary (tools/gpu/python-site.sh),
+# else from wheels beside the binary or here
+SITE=""; WHEELS=""
+[ -d "$(dirname "$BIN")/site" ] && SITE="$(dirname "$BIN")/site" && export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+for pkg in torchattacks pyautoattack robustbench; do
+  [ -n "$TORCH_PY" ] && ! "$TORCH_PY" -c "import $pkg" > /dev/null 2>&1 || continue
+  WHL=$(ls "$(dirname "$BIN")"/$pkg-*.whl "$G"/$pkg-*.whl 2>/dev/null | head -1)
+  if [ -n "$WHL" ] && "$TORCH_PY" -m pip install -q --no-index --no-deps --target "$W/site" "$WHL" >> "$W/pip.txt" 2>&1; then
+    WHEELS+="$pkg "; fi
+done
+[ -n "$WHEELS" ] && SITE="$W/site${SITE:+:$SITE}"
 row "1 env" "$([ "$MISSING" = 0 ] && [ $VRC = 0 ] && echo OK || echo FAIL)" $((SECONDS - t)) \
-  "$VERSION (rc=$VRC), libraries not found: $MISSING; $(command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo 'no nvidia-smi'); $(head -1 "$W/torch.txt" | awk '{ print $1, $2, $3, $4 }')${SITE:+ (torchattacks from a wheel)}"
+  "$VERSION (rc=$VRC), libraries not found: $MISSING; $(command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo 'no nvidia-smi'); $(head -1 "$W/torch.txt" | awk '{ print $1, $2, $3, $4 }')${SITE:+; PYTHONPATH $SITE}${WHEELS:+ (from wheels: $WHEELS)}"
 
 # ---------------------------------------------------------------- 2 doctor
-hdr "2 doctor"
-t=$SECONDS
-timeout 60 "$BIN" doctor 2>&1 | tee -a "$OUT/env.txt"
-timeout 60 "$BIN" doctor --json > "$W/doctor.json" 2> "$W/doctor.err"; DOC_RC=$?
-DOC=$($PYH "$HELP" doctor "$W/doctor.json" 2>&1); echo "$DOC"
-if grep -q 'cuda_available=True' <<< "$DOC"; then ST=OK; elif [ "$DRY" = 1 ]; then ST=OK-CPU; else ST=FAIL; fi
-row "2 doctor" "$ST" $((SECONDS - t)) "rc=$DOC_RC (1 when Fashion-MNIST is missing); $(head -1 <<< "$DOC")"
+if want 2; then
+  hdr "2 doctor"
+  t=$SECONDS
+  timeout 60 "$BIN" doctor 2>&1 | tee -a "$OUT/env.txt"
+  timeout 60 "$BIN" doctor --json > "$W/doctor.json" 2> "$W/doctor.err"; DOC_RC=$?
+  DOC=$($PYH "$HELP" doctor "$W/doctor.json" 2>&1); echo "$DOC"
+  if grep -q 'cuda_available=True' <<< "$DOC"; then ST=OK; elif [ "$DRY" = 1 ]; then ST=OK-CPU; else ST=FAIL; fi
+  row "2 doctor" "$ST" $((SECONDS - t)) "rc=$DOC_RC (1 when Fashion-MNIST is missing); $(head -1 <<< "$DOC")"
+fi
 
 # ---------------------------------------------------------------- 3 data
 hdr "3 synthetic CIFAR-10/100"
@@ -169,42 +187,44 @@ row "3 data" "$([ $SRC = 0 ] && [ "$NFOUND" = 2 ] && echo OK || echo FAIL)" $((S
   "$([ -n "${GPU_DATA:-}" ] && echo "GPU_DATA=$GPU_DATA" || echo "synth rc=$SRC"); doctor: $(grep -E '^cifar(10|100) ' "$W/datasets.txt" | awk '{printf "%s %s %s; ", $1, $2, $4 $5}')"
 
 # ---------------------------------------------------------------- 4 bench
-hdr "4 bench: classwise vs PyTorch eager ($BENCH_MODELS; $BENCH_WL; batch $BB, $BS timed steps, $DEV)"
-t=$SECONDS
-BJ="$OUT/bench.jsonl"
-cw_bench() {  # model precision
-  timeout -k 5 $BENCH_TO "$BIN" bench --json --device $DEV --precision "$2" --model "$1" \
-    --workload "$BENCH_WL" --batch $BB --steps $BS > "$W/b.out" 2> "$W/b.err"
-  local rc=$?; grep '^{' "$W/b.out" >> "$BJ"
-  echo "classwise $1 $2: rc=$rc, $(grep -c '^{' "$W/b.out") rows"
-  [ $rc -ne 0 ] && { tail -3 "$W/b.err"; BNOTE+="classwise rc=$rc: $(tail -1 "$W/b.err" | cut -c1-160); "; }
-  return $rc
-}
-pt_bench() {  # model precision
-  PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 $BENCH_TO "$TORCH_PY" "$ROOT/tools/bench/reference.py" \
-    --device $DEV --precision "$2" --cudnn-benchmark --channels-last --model "$1" \
-    --workload "$BENCH_WL" --batch $BB --steps $BS > "$W/b.out" 2> "$W/b.err"
-  local rc=$?; grep '^{' "$W/b.out" >> "$BJ"
-  echo "pytorch $1 $2: rc=$rc, $(grep -c '^{' "$W/b.out") rows"
-  [ $rc -ne 0 ] && { tail -3 "$W/b.err"; BNOTE+="pytorch rc=$rc: $(tail -1 "$W/b.err" | cut -c1-160); "; }
-  return $rc
-}
-i=0
-for m in $BENCH_MODELS; do
-  for p in fp32 bf16; do
-    tb=$SECONDS; BNOTE=""; ok=1
-    if [ "$SECONDS" -gt "$BENCH_END" ]; then row "4 bench $m $p" SKIP 0 "budget (t=${SECONDS}s)"; continue; fi
-    # alternate which side goes first
-    if [ -z "$TORCH_PY" ]; then cw_bench "$m" "$p" || ok=0; BNOTE+="no python torch: classwise only; "
-    elif [ $((i % 2)) = 0 ]; then cw_bench "$m" "$p" || ok=0; pt_bench "$m" "$p" || ok=0
-    else pt_bench "$m" "$p" || ok=0; cw_bench "$m" "$p" || ok=0; fi
-    i=$((i + 1))
-    row "4 bench $m $p" "$([ $ok = 1 ] && echo OK || echo FAIL)" $((SECONDS - tb)) \
-      "$($PYH "$HELP" bench "$BJ" "$m" "$p") ${BNOTE}"
+if want 4; then
+  hdr "4 bench: classwise vs PyTorch eager ($BENCH_MODELS; $BENCH_WL; batch $BB, $BS timed steps, $DEV)"
+  t=$SECONDS
+  BJ="$OUT/bench.jsonl"
+  cw_bench() {  # model precision
+    timeout -k 5 $BENCH_TO "$BIN" bench --json --device $DEV --precision "$2" --model "$1" \
+      --workload "$BENCH_WL" --batch $BB --steps $BS > "$W/b.out" 2> "$W/b.err"
+    local rc=$?; grep '^{' "$W/b.out" >> "$BJ"
+    echo "classwise $1 $2: rc=$rc, $(grep -c '^{' "$W/b.out") rows"
+    [ $rc -ne 0 ] && { tail -3 "$W/b.err"; BNOTE+="classwise rc=$rc: $(tail -1 "$W/b.err" | cut -c1-160); "; }
+    return $rc
+  }
+  pt_bench() {  # model precision
+    PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 $BENCH_TO "$TORCH_PY" "$ROOT/tools/bench/reference.py" \
+      --device $DEV --precision "$2" --cudnn-benchmark --channels-last --model "$1" \
+      --workload "$BENCH_WL" --batch $BB --steps $BS > "$W/b.out" 2> "$W/b.err"
+    local rc=$?; grep '^{' "$W/b.out" >> "$BJ"
+    echo "pytorch $1 $2: rc=$rc, $(grep -c '^{' "$W/b.out") rows"
+    [ $rc -ne 0 ] && { tail -3 "$W/b.err"; BNOTE+="pytorch rc=$rc: $(tail -1 "$W/b.err" | cut -c1-160); "; }
+    return $rc
+  }
+  i=0
+  for m in $BENCH_MODELS; do
+    for p in fp32 bf16; do
+      tb=$SECONDS; BNOTE=""; ok=1
+      if [ "$SECONDS" -gt "$BENCH_END" ]; then row "4 bench $m $p" SKIP 0 "budget (t=${SECONDS}s)"; continue; fi
+      # alternate which side goes first
+      if [ -z "$TORCH_PY" ]; then cw_bench "$m" "$p" || ok=0; BNOTE+="no python torch: classwise only; "
+      elif [ $((i % 2)) = 0 ]; then cw_bench "$m" "$p" || ok=0; pt_bench "$m" "$p" || ok=0
+      else pt_bench "$m" "$p" || ok=0; cw_bench "$m" "$p" || ok=0; fi
+      i=$((i + 1))
+      row "4 bench $m $p" "$([ $ok = 1 ] && echo OK || echo FAIL)" $((SECONDS - tb)) \
+        "$($PYH "$HELP" bench "$BJ" "$m" "$p") ${BNOTE}"
+    done
   done
-done
-$PYH "$ROOT/tools/bench/side_by_side.py" --table "$BJ" | tee "$W/bench_table.txt"
-echo "(bench step: $((SECONDS - t)) s)"
+  $PYH "$ROOT/tools/bench/side_by_side.py" --table "$BJ" | tee "$W/bench_table.txt"
+  echo "(bench step: $((SECONDS - t)) s)"
+fi
 
 # ---------------------------------------------------------------- presets: plan and runner
 mapfile -t PLAN < <($PYH "$HELP" plan "$CONFIGS" "$RUNS" "$W/args" --epochs $EPOCHS --c10 $C10 --c100 $C100 \
@@ -234,79 +254,121 @@ train_run() {  # name preset source kind
 }
 
 # ---------------------------------------------------------------- 5 the run AutoAttack attacks
-hdr "5 cifar10-cfa-at, $EPOCHS short epochs, alone"
-CFA_LINE=$(printf '%s\n' "${PLAN[@]}" | awk -F'\t' '$2 == "cifar10-cfa-at"')
-if [ -n "$CFA_LINE" ]; then
-  IFS=$'\t' read -r _ n p s k <<< "$CFA_LINE"
-  STEP_PREFIX=5 train_run "$n" "$p" "$s" "$k"
-else row "5 cifar10-cfa-at" FAIL 0 "not in the preset plan: $(head -c 300 "$W/plan.err")"; fi
+if want 5; then
+  hdr "5 cifar10-cfa-at, $EPOCHS short epochs, alone"
+  CFA_LINE=$(printf '%s\n' "${PLAN[@]}" | awk -F'\t' '$2 == "cifar10-cfa-at"')
+  if [ -n "$CFA_LINE" ]; then
+    IFS=$'\t' read -r _ n p s k <<< "$CFA_LINE"
+    STEP_PREFIX=5 train_run "$n" "$p" "$s" "$k"
+  else row "5 cifar10-cfa-at" FAIL 0 "not in the preset plan: $(head -c 300 "$W/plan.err")"; fi
+fi
 
 # ---------------------------------------------------------------- 6 AutoAttack
-hdr "6 AutoAttack on cifar10-cfa-at: ${AA_ARGS[*]}"
-t=$SECONDS
-if [ ! -d "$RUNS/cifar10-cfa-at/checkpoints" ]; then
-  row "6 autoattack" SKIP 0 "no cifar10-cfa-at run"
-elif [ "$DRY" != 1 ] && [ "$(left)" -lt 60 ]; then
-  row "6 autoattack" SKIP 0 "budget (t=${SECONDS}s)"
-else
-  to=$AA_TO; [ "$DRY" != 1 ] && [ $(( $(left) - 45 )) -lt $to ] && to=$(( $(left) - 45 ))
-  util_start aa
-  timeout -k 5 $to "$BIN" eval --run "$RUNS/cifar10-cfa-at" --attack autoattack "${AA_ARGS[@]}" > "$W/aa.out" 2> "$W/aa.err"
-  rc=$?; wall=$((SECONDS - t)); U=$(util_stop)
-  { echo "### classwise eval --attack autoattack ${AA_ARGS[*]}: rc=$rc in ${wall}s (timeout $to)"; cat "$W/aa.out"; echo "--- stderr"; tail -c 20000 "$W/aa.err"; } >> "$OUT/autoattack.log"
-  J=$(ls -t "$RUNS"/cifar10-cfa-at/eval-*autoattack*.json 2>/dev/null | head -1)
-  AAS=$([ -n "$J" ] && $PYH "$HELP" aa "$J")
-  echo "$AAS"
-  row "6 autoattack" "$([ $rc = 0 ] && echo OK || echo FAIL)" $wall \
-    "rc=$rc$([ $rc = 124 ] && echo " (timeout ${to}s)"); ${AAS:-$(tail -2 "$W/aa.err" | tr '\n' ' ' | cut -c1-300)}; $U"
+if want 6; then
+  hdr "6 AutoAttack on cifar10-cfa-at: ${AA_ARGS[*]}"
+  t=$SECONDS
+  if [ ! -d "$RUNS/cifar10-cfa-at/checkpoints" ]; then
+    row "6 autoattack" SKIP 0 "no cifar10-cfa-at run"
+  elif [ "$DRY" != 1 ] && [ "$(left)" -lt 60 ]; then
+    row "6 autoattack" SKIP 0 "budget (t=${SECONDS}s)"
+  else
+    to=$AA_TO; [ "$DRY" != 1 ] && [ $(( $(left) - 45 )) -lt $to ] && to=$(( $(left) - 45 ))
+    util_start aa
+    timeout -k 5 $to "$BIN" eval --run "$RUNS/cifar10-cfa-at" --attack autoattack "${AA_ARGS[@]}" > "$W/aa.out" 2> "$W/aa.err"
+    rc=$?; wall=$((SECONDS - t)); U=$(util_stop)
+    { echo "### classwise eval --attack autoattack ${AA_ARGS[*]}: rc=$rc in ${wall}s (timeout $to)"; cat "$W/aa.out"; echo "--- stderr"; tail -c 20000 "$W/aa.err"; } >> "$OUT/autoattack.log"
+    J=$(ls -t "$RUNS"/cifar10-cfa-at/eval-*autoattack*.json 2>/dev/null | head -1)
+    AAS=$([ -n "$J" ] && $PYH "$HELP" aa "$J")
+    echo "$AAS"
+    row "6 autoattack" "$([ $rc = 0 ] && echo OK || echo FAIL)" $wall \
+      "rc=$rc$([ $rc = 124 ] && echo " (timeout ${to}s)"); ${AAS:-$(tail -2 "$W/aa.err" | tr '\n' ' ' | cut -c1-300)}; $U"
+  fi
 fi
 
 # ---------------------------------------------------------------- 7 one full epoch
-hdr "7 cifar10-cfa-at: 1 epoch on every synthetic training image"
-t=$SECONDS
-if [ "$DRY" != 1 ] && [ "$(left)" -lt 50 ]; then
-  row "7 full epoch" SKIP 0 "budget (t=${SECONDS}s)"
-else
-  to=$LONG_TO; [ "$DRY" != 1 ] && [ $(( $(left) - 15 )) -lt $to ] && to=$(( $(left) - 15 ))
-  util_start long
-  timeout -k 5 $to "$BIN" train --config "$CONFIGS/cifar10-cfa-at.toml" --out "$RUNS/full-epoch" --set epochs=1 \
-    "${LONG_SET[@]}" "${COUNTS_SET[@]}" "${ARCH_SET[@]}" > "$OUT/long_run.log" 2>&1
-  rc=$?; wall=$((SECONDS - t)); U=$(util_stop)
-  $PYH "$HELP" run "$RUNS/full-epoch" full-epoch $rc $wall "$OUT/long_run.log" > "$W/full.json" 2>&1
-  cat "$W/full.json" >> "$OUT/results.jsonl"
-  row "7 full epoch" "$([ $rc = 0 ] && echo OK || echo FAIL)" $wall \
-    "rc=$rc$([ $rc = 124 ] && echo " (timeout ${to}s)"); $($PYH "$HELP" epoch "$W/full.json" 2>&1); $U"
+if want 7; then
+  hdr "7 cifar10-cfa-at: 1 epoch on every synthetic training image"
+  t=$SECONDS
+  if [ "$DRY" != 1 ] && [ "$(left)" -lt 50 ]; then
+    row "7 full epoch" SKIP 0 "budget (t=${SECONDS}s)"
+  else
+    to=$LONG_TO; [ "$DRY" != 1 ] && [ $(( $(left) - 15 )) -lt $to ] && to=$(( $(left) - 15 ))
+    util_start long
+    timeout -k 5 $to "$BIN" train --config "$CONFIGS/cifar10-cfa-at.toml" --out "$RUNS/full-epoch" --set epochs=1 \
+      "${LONG_SET[@]}" "${COUNTS_SET[@]}" "${ARCH_SET[@]}" > "$OUT/long_run.log" 2>&1
+    rc=$?; wall=$((SECONDS - t)); U=$(util_stop)
+    $PYH "$HELP" run "$RUNS/full-epoch" full-epoch $rc $wall "$OUT/long_run.log" > "$W/full.json" 2>&1
+    cat "$W/full.json" >> "$OUT/results.jsonl"
+    row "7 full epoch" "$([ $rc = 0 ] && echo OK || echo FAIL)" $wall \
+      "rc=$rc$([ $rc = 124 ] && echo " (timeout ${to}s)"); $($PYH "$HELP" epoch "$W/full.json" 2>&1); $U"
+  fi
 fi
 
 # ---------------------------------------------------------------- 8 every preset
-hdr "8 every CIFAR preset: $EPOCHS epochs, train/test/val per class CIFAR-10 $C10, CIFAR-100 $C100; $LANES lanes"
-t=$SECONDS
-Q="$W/queue"; printf '%s\n' "${PLAN[@]}" | awk -F'\t' '$2 != "cifar10-cfa-at"' > "$Q"
-pop() { ( flock 9; head -n 1 "$Q"; sed -i '1d' "$Q" ) 9> "$Q.lock"; }
-THREADS=$(( $(nproc) / LANES )); [ "$THREADS" -lt 1 ] && THREADS=1
-lane() {
-  export OMP_NUM_THREADS=$THREADS
-  local line
-  while line=$(pop) && [ -n "$line" ]; do
-    IFS=$'\t' read -r _ n p s k <<< "$line"
-    train_run "$n" "$p" "$s" "$k"
+if want 8; then
+  hdr "8 every CIFAR preset: $EPOCHS epochs, train/test/val per class CIFAR-10 $C10, CIFAR-100 $C100; $LANES lanes"
+  t=$SECONDS
+  Q="$W/queue"; printf '%s\n' "${PLAN[@]}" | awk -F'\t' '$2 != "cifar10-cfa-at"' > "$Q"
+  pop() { ( flock 9; head -n 1 "$Q"; sed -i '1d' "$Q" ) 9> "$Q.lock"; }
+  THREADS=$(( $(nproc) / LANES )); [ "$THREADS" -lt 1 ] && THREADS=1
+  lane() {
+    export OMP_NUM_THREADS=$THREADS
+    local line
+    while line=$(pop) && [ -n "$line" ]; do
+      IFS=$'\t' read -r _ n p s k <<< "$line"
+      train_run "$n" "$p" "$s" "$k"
+    done
+  }
+  util_start presets
+  PIDS=()
+  for l in $(seq 1 "$LANES"); do lane & PIDS+=($!); done
+  wait "${PIDS[@]}"
+  U=$(util_stop)
+  for line in "${PLAN[@]}"; do
+    IFS=$'\t' read -r _ n _ _ _ <<< "$line"
+    [ -f "$W/logs/$n.tlog" ] && cat "$W/logs/$n.tlog" >> "$OUT/train_runs.log"
+    [ -f "$W/logs/$n.json" ] && cat "$W/logs/$n.json" >> "$OUT/results.jsonl"
   done
-}
-util_start presets
-PIDS=()
-for l in $(seq 1 "$LANES"); do lane & PIDS+=($!); done
-wait "${PIDS[@]}"
-U=$(util_stop)
-for line in "${PLAN[@]}"; do
-  IFS=$'\t' read -r _ n _ _ _ <<< "$line"
-  [ -f "$W/logs/$n.tlog" ] && cat "$W/logs/$n.tlog" >> "$OUT/train_runs.log"
-  [ -f "$W/logs/$n.json" ] && cat "$W/logs/$n.json" >> "$OUT/results.jsonl"
-done
-NOK=$(grep -c $'^8 [^\t]*\tOK' "$SUM"); NFAIL=$(grep -c $'^8 [^\t]*\tFAIL' "$SUM"); NSKIP=$(grep -c $'^8 [^\t]*\tSKIP' "$SUM")
-row "8 presets" "$([ "$NFAIL" = 0 ] && [ "$NSKIP" = 0 ] && echo OK || echo FAIL)" $((SECONDS - t)) \
-  "$NOK ok, $NFAIL failed, $NSKIP skipped of $(( ${#PLAN[@]} - 1 )) (+ cifar10-cfa-at in step 5); $LANES lanes of $THREADS threads; $U"
+  NOK=$(grep -c $'^8 [^\t]*\tOK' "$SUM"); NFAIL=$(grep -c $'^8 [^\t]*\tFAIL' "$SUM"); NSKIP=$(grep -c $'^8 [^\t]*\tSKIP' "$SUM")
+  row "8 presets" "$([ "$NFAIL" = 0 ] && [ "$NSKIP" = 0 ] && echo OK || echo FAIL)" $((SECONDS - t)) \
+    "$NOK ok, $NFAIL failed, $NSKIP skipped of $(( ${#PLAN[@]} - 1 )) (+ cifar10-cfa-at in step 5); $LANES lanes of $THREADS threads; $U"
+fi
 
-# ---------------------------------------------------------------- 9 summary
+# ---------------------------------------------------------------- 9 a model card PyTorch trained
+if want 9; then
+  hdr "9 card: ${CARD_TRAIN[*]}; AutoAttack on $CARD_PER_CLASS test images per class, classwise and pyautoattack"
+  t=$SECONDS; CW="$W/card"; AAL="$OUT/autoattack.log"
+  if [ -z "$TORCH_PY" ]; then row "9 card" FAIL 0 "no python with torch"
+  elif [ "$DRY" != 1 ] && [ "$(left)" -lt 60 ]; then row "9 card" SKIP 0 "budget (t=${SECONDS}s)"
+  else
+    to=$CARD_TO; [ "$DRY" != 1 ] && [ $(( $(left) - 40 )) -lt $to ] && to=$(( $(left) - 40 ))
+    PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 $to "$TORCH_PY" "$G/train_card.py" \
+      --data "$DATA" --out "$CW" "${CARD_TRAIN[@]}" > "$W/card-train.out" 2>&1; rc=$?
+    { echo "### tools/gpu/train_card.py ${CARD_TRAIN[*]}: rc=$rc in $((SECONDS - t))s (timeout $to)"; cat "$W/card-train.out"; } >> "$AAL"
+    CARD=$(ls "$CW"/*.card.toml 2>/dev/null | head -1)
+    if [ $rc != 0 ] || [ -z "$CARD" ]; then
+      row "9 card" FAIL $((SECONDS - t)) "train_card.py rc=$rc: $(tail -1 "$W/card-train.out" | cut -c1-300)"
+    else
+      grep '^{' "$W/card-train.out" | tail -1 >> "$OUT/results.jsonl"
+      to=$(( $(left) - 10 )); [ "$DRY" = 1 ] && to=$CARD_TO
+      util_start card
+      # from the checkout, where bench finds tools/crosscheck/crosscheck.py
+      (cd "$ROOT" && PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 $to "$BIN" bench \
+        --autoattack "$CARD" --test-per-class $CARD_PER_CLASS --device $DEV --python "$TORCH_PY" \
+        --against pyautoattack --out "$CW/bench") > "$W/card-bench.out" 2>&1; rc=$?
+      U=$(util_stop)
+      { echo "### classwise bench --autoattack $CARD: rc=$rc in $((SECONDS - t))s (timeout $to)"; cat "$W/card-bench.out"; } >> "$AAL"
+      for j in classwise crosscheck; do
+        [ -f "$CW/bench/$j.json" ] && $PYH -c 'import json, sys; print(json.dumps({"card_" + sys.argv[2]: json.load(open(sys.argv[1]))}))' \
+          "$CW/bench/$j.json" "$j" >> "$OUT/results.jsonl"
+      done
+      row "9 card" "$([ $rc = 0 ] && echo OK || echo FAIL)" $((SECONDS - t)) \
+        "rc=$rc$([ $rc = 124 ] && echo " (timeout ${to}s)"); $($PYH "$HELP" card "$W/card-train.out" "$CW/bench"); $U"
+    fi
+  fi
+fi
+
+# ---------------------------------------------------------------- 10 summary
 TOTAL=$SECONDS
 if [ "$DRY" = 1 ]; then TST=INFO; else TST=$([ $TOTAL -le "$LIMIT" ] && echo OK || echo FAIL); fi
 row "total" $TST $TOTAL "limit ${LIMIT}s, planned ${BUDGET}s; dry=$DRY; device $DEV"

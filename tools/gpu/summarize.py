@@ -284,6 +284,34 @@ def aa(path):
             f"{steps})")
 
 
+def card(train_out, bench_dir):
+    """Step 9: the PyTorch epoch, then classwise's and pyautoattack's AutoAttack on the card."""
+    parts = []
+    try:
+        with open(train_out) as f:
+            t = json.loads([line for line in f if line.startswith("{")][-1])
+        parts.append(f"train {t['images']} images in {t['seconds']:.1f} s "
+                     f"({t['images_per_second']:.0f} img/s, bf16 {t['bf16']}), last tenth "
+                     f"adversarial accuracy {t['last_tenth_adversarial_accuracy']:.3f}")
+    except (OSError, ValueError, IndexError, KeyError):
+        parts.append("no training result")
+    ours = load_json(os.path.join(bench_dir, "classwise.json"))
+    if ours is not None:
+        ev = ours.get("evaluation", {})
+        rob = ev.get("robust", {})
+        mean = sum(rob.get("per_class", [])) / max(1, len(rob.get("per_class", [])))
+        parts.append(f"classwise {ours.get('seconds', 0):.1f} s on {ev.get('n_samples')} images, "
+                     f"robust {100 * mean:.2f} %")
+    theirs = load_json(os.path.join(bench_dir, "crosscheck.json"))
+    pa = (theirs or {}).get("pyautoattack")
+    if pa:
+        ratio = f", classwise/pyautoattack {ours['seconds'] / pa['seconds']:.2f}" if ours else ""
+        failed = [c["name"] for c in theirs.get("checks", []) if not c.get("passed")]
+        parts.append(f"pyautoattack {pa['seconds']:.1f} s, robust {100 * pa['robust']['overall']:.2f} %"
+                     f"{ratio}; checks {'FAILED: ' + ', '.join(failed) if failed else 'passed'}")
+    return "; ".join(parts)
+
+
 # -------------------------------------------------------------------------------- doctor
 
 def doctor(path):
@@ -367,6 +395,8 @@ def main():
         print(epoch(args[0]))
     elif cmd == "aa":
         print(aa(args[0]))
+    elif cmd == "card":
+        print(card(*args[:2]))
     elif cmd == "doctor":
         print(doctor(args[0]))
     elif cmd == "datasets":
