@@ -188,6 +188,18 @@ def on_device(args, model, x, y):
     return copy.deepcopy(model).to(device), x.to(device), y.to(device)
 
 
+def logits_on_device(args, model, x, ours):
+    """PyTorch's logits on `--device` against the file's, for information: classwise computed
+    the file's logits on its own device (on CUDA with cuDNN's default TF32 convolutions), while
+    check a compares them with PyTorch's fp32 logits on the CPU."""
+    model_dev, x_dev, _ = on_device(args, model, x, x)
+    theirs = predict(model_dev, x_dev, args.batch_size).cpu()
+    del model_dev, x_dev
+    return {"device": args.device, "tf32_convolutions": torch.backends.cudnn.allow_tf32,
+            "max_abs_diff": float((ours - theirs).abs().max()) if ours.numel() else 0.0,
+            "argmax_mismatches": int((ours.argmax(1) != theirs.argmax(1)).sum())}
+
+
 def synchronize(device):
     """Waits for the device's queued work, so that a time read after it counts that work."""
     if device.type == "cuda":
@@ -453,6 +465,12 @@ def main():
               "ours_version": meta["version"], "threads": args.threads, "seed": args.seed,
               "torch": torch.__version__, "python": platform.python_version(),
               "checks": checks, "clean": clean, "ours": ours}
+    if torch.device(args.device).type != "cpu":
+        on_dev = logits_on_device(args, model, x, logits)
+        result["logits_on_device"] = on_dev
+        print(f"logits on {args.device} (information; TF32 convolutions "
+              f"{on_dev['tf32_convolutions']}): max |ours - pytorch| = {on_dev['max_abs_diff']:.3g}, "
+              f"{on_dev['argmax_mismatches']} argmax mismatches")
     print(f"\nrobust accuracy (clean and adversarial correct), {n} images:")
     print_table(k, clean, ours, theirs)
     if theirs:
