@@ -222,6 +222,7 @@ if want 4; then
         "$($PYH "$HELP" bench "$BJ" "$m" "$p") ${BNOTE}"
     done
   done
+  for m in $BENCH_MODELS; do row "4 bench $m bf16/fp32" INFO 0 "$($PYH "$HELP" bf16 "$BJ" "$m")"; done
   $PYH "$ROOT/tools/bench/side_by_side.py" --table "$BJ" | tee "$W/bench_table.txt"
   echo "(bench step: $((SECONDS - t)) s)"
 fi
@@ -300,7 +301,7 @@ if want 7; then
     $PYH "$HELP" run "$RUNS/full-epoch" full-epoch $rc $wall "$OUT/long_run.log" > "$W/full.json" 2>&1
     cat "$W/full.json" >> "$OUT/results.jsonl"
     row "7 full epoch" "$([ $rc = 0 ] && echo OK || echo FAIL)" $wall \
-      "rc=$rc$([ $rc = 124 ] && echo " (timeout ${to}s)"); $($PYH "$HELP" epoch "$W/full.json" 2>&1); $U"
+      "rc=$rc$([ $rc = 124 ] && echo " (timeout ${to}s)"); $($PYH "$HELP" epoch "$W/full.json" "$([ -z "${ARCH_SET[*]}" ] && echo "$OUT/bench.jsonl")" 2>&1); $U"
   fi
 fi
 

@@ -3,11 +3,14 @@
   summarize.py plan CONFIGS RUNS ARGS_DIR [options]   -> the preset runs of the check, in order
   summarize.py run RUN_DIR NAME RC WALL_S LOG         -> one JSON line: a run's numbers
   summarize.py note RUN_JSON                          -> that run in one line, for the summary
-  summarize.py epoch RUN_JSON                         -> the full epoch of step 7 in one line
+  summarize.py epoch RUN_JSON [BENCH_JSONL]           -> the full epoch of step 7 in one line
+                                                         (against the bench's step)
   summarize.py aa REPORT_JSON                         -> an AutoAttack report in one line
   summarize.py doctor DOCTOR_JSON                     -> `classwise doctor --json` in one line
   summarize.py datasets DOCTOR_JSON                   -> one line per data set: id status path
   summarize.py bench BENCH_JSONL MODEL PRECISION      -> classwise and PyTorch img/s and ratios
+  summarize.py bf16 BENCH_JSONL MODEL                 -> bf16 / fp32 img/s of each side
+  summarize.py card TRAIN_OUT BENCH_DIR               -> step 9: the epoch and both AutoAttacks
   summarize.py table SUMMARY_TSV                      -> the summary table
 """
 
@@ -22,6 +25,8 @@ try:
     import tomllib
 except ImportError:  # Python < 3.11
     tomllib = None
+
+WORKLOADS = ("pgd-at", "trades", "eval-pgd20")
 
 
 def load_json(path):
@@ -246,8 +251,9 @@ def note(path):
     return "; ".join(parts)
 
 
-def epoch(path):
-    """The full epoch of check.sh step 7 in one line."""
+def epoch(path, bench_path=None):
+    """The full epoch of check.sh step 7 in one line, its img/s against the bench's PGD-10 AT
+    step of the same model (PreActResNet-18, fp32, batch 128; goal >= 0.95)."""
     r = load_json(path)
     if r is None:
         return "no run summary"
@@ -259,6 +265,10 @@ def epoch(path):
     if t and s:
         parts.append(f"train {t} s at {s} img/s ({round(t * s)} images), epoch with its "
                      f"evaluation {first('epoch_s')} s (eval {first('eval_s')} s)")
+        step = medians(bench_path).get(("preact-resnet18", "fp32", "pgd-at", "classwise")) \
+            if bench_path else None
+        if step:
+            parts.append(f"loop/bench step {s / step:.2f} ({s} / {num(step)} img/s)")
     else:
         parts.append("no epoch finished")
     if r.get("device"):
@@ -340,8 +350,8 @@ def datasets(path):
 
 # --------------------------------------------------------------------------------- bench
 
-def bench(path, model, precision):
-    """`pgd-at 2038/2258 = 0.90; ...`: classwise img/s / PyTorch img/s per workload."""
+def medians(path):
+    """{(model, precision, workload, implementation): median img/s} of a bench.jsonl."""
     rows = []
     try:
         with open(path) as f:
@@ -350,24 +360,47 @@ def bench(path, model, precision):
         pass
     got = {}
     for r in rows:
-        if r.get("model") != model or (r.get("settings", {}).get("precision") or "fp32") != precision:
-            continue
-        got.setdefault((r["workload"], r.get("implementation")), []).append(r["img_per_s"])
-    def num(v):
-        return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+        precision = r.get("settings", {}).get("precision") or "fp32"
+        key = (r.get("model"), precision, r.get("workload"), r.get("implementation"))
+        got.setdefault(key, []).append(r["img_per_s"])
+    return {k: statistics.median(v) for k, v in got.items()}
+
+
+def num(v):
+    return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def bench(path, model, precision):
+    """`pgd-at 2038/2258 = 0.90; ...`: classwise img/s / PyTorch img/s per workload."""
+    got = medians(path)
     parts = []
-    for w in ("pgd-at", "trades", "eval-pgd20"):
-        cw, pt = got.get((w, "classwise")), got.get((w, "pytorch"))
-        if not cw and not pt:
+    for w in WORKLOADS:
+        c = got.get((model, precision, w, "classwise"))
+        p = got.get((model, precision, w, "pytorch"))
+        if not c and not p:
             continue
-        c = statistics.median(cw) if cw else None
-        p = statistics.median(pt) if pt else None
         text = f"{w} {num(c)}" if c else f"{w} -"
         text += f"/{num(p)}" if p else "/-"
         if c and p:
             text += f" = {c / p:.2f}"
         parts.append(text)
     return ("img/s classwise/pytorch: " + "; ".join(parts)) if parts else "no measurement"
+
+
+def bf16_gain(path, model):
+    """bf16 img/s / fp32 img/s per workload, classwise's and PyTorch's (goal on WRN-34-10:
+    classwise >= 1.5)."""
+    got = medians(path)
+    parts = []
+    for impl in ("classwise", "pytorch"):
+        gains = []
+        for w in WORKLOADS:
+            b, f = got.get((model, "bf16", w, impl)), got.get((model, "fp32", w, impl))
+            if b and f:
+                gains.append(f"{w} {b / f:.2f}")
+        if gains:
+            parts.append(f"{impl} " + ", ".join(gains))
+    return (f"{model} bf16/fp32: " + "; ".join(parts)) if parts else "no fp32 and bf16 pair"
 
 
 def table(path):
@@ -392,7 +425,9 @@ def main():
     elif cmd == "note":
         print(note(args[0]))
     elif cmd == "epoch":
-        print(epoch(args[0]))
+        print(epoch(*args[:2]))
+    elif cmd == "bf16":
+        print(bf16_gain(*args[:2]))
     elif cmd == "aa":
         print(aa(args[0]))
     elif cmd == "card":
