@@ -322,7 +322,7 @@ if want 8; then
   }
   util_start presets
   PIDS=()
-  for l in $(seq 1 "$LANES"); do lane & PIDS+=($!); done
+  for _ in $(seq 1 "$LANES"); do lane & PIDS+=($!); done
   wait "${PIDS[@]}"
   U=$(util_stop)
   for line in "${PLAN[@]}"; do

@@ -17,9 +17,11 @@ if [ ! -f "$cache/DONE" ]; then
   mapfile -t pins < <(unzip -p "$torch_whl" 'torch-2.11.0.dist-info/METADATA' | sed -n \
     's/^Requires-Dist: \(\(cuda-toolkit\|nvidia-\)[^;]*\); platform_system == "Linux"$/\1/p' | tr -d ' ')
   [ ${#pins[@]} -gt 0 ] || { echo "dry-libs.sh: no CUDA pins in $torch_whl" >&2; exit 2; }
+  # pip matches a manylinux_2_N tag exactly: the N the CUDA wheels use
+  platforms=(--platform manylinux2014_x86_64)
+  for n in 17 18 24 25 26 27 28 31 34; do platforms+=(--platform "manylinux_2_${n}_x86_64"); done
   python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
-    $(for n in 17 18 24 25 26 27 28 31 34; do printf -- "--platform manylinux_2_%s_x86_64 " $n; done) --platform manylinux2014_x86_64 \
-    -d "$cache/wheels" "${pins[@]}"
+    "${platforms[@]}" -d "$cache/wheels" "${pins[@]}"
   for w in "$cache"/wheels/nvidia_*.whl; do
     python3 - "$w" "$cache/lib" <<'PY'
 import os, sys, zipfile
