@@ -60,6 +60,14 @@ SUM="$W/summary.tsv"; : > "$SUM"; : > "$W/bench_table.txt"
 for f in summary.txt run.log env.txt bench.jsonl results.jsonl train_runs.log autoattack.log long_run.log; do : > "$OUT/$f"; done
 exec > >(tee "$OUT/run.log") 2>&1
 SECONDS=0
+# Interrupted (Ctrl-C, a kill, an outer timeout): stop the lanes, which would go on starting
+# runs, and the commands in flight, which `timeout` keeps in process groups of their own (each
+# names the scratch folder). Bash runs this once the foreground command has returned, or at
+# once while it waits for the lanes.
+stop() { trap - INT TERM; echo "check.sh: interrupted at t=${SECONDS}s; stopping its commands" >&2
+  # shellcheck disable=SC2046  # process ids
+  kill $(jobs -p) 2> /dev/null; pkill -TERM -f -- "$W/" 2> /dev/null; exit 130; }
+trap stop INT TERM
 
 if [ "$DRY" = 1 ]; then
   BUDGET=${GPU_BUDGET_S:-100000}; LIMIT=${GPU_LIMIT_S:-100000}; DEV=cpu; LANES=${GPU_LANES:-2}
