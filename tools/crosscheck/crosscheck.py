@@ -188,11 +188,11 @@ def on_device(args, model, x, y):
     return copy.deepcopy(model).to(device), x.to(device), y.to(device)
 
 
-def logits_on_device(args, model, x, ours):
+def logits_on_device(args, model, x, y, ours):
     """PyTorch's logits on `--device` against the file's, for information: classwise computed
     the file's logits on its own device (on CUDA with cuDNN's default TF32 convolutions), while
     check a compares them with PyTorch's fp32 logits on the CPU."""
-    model_dev, x_dev, _ = on_device(args, model, x, x)
+    model_dev, x_dev, _ = on_device(args, model, x, y)
     theirs = predict(model_dev, x_dev, args.batch_size).cpu()
     del model_dev, x_dev
     return {"device": args.device, "tf32_convolutions": torch.backends.cudnn.allow_tf32,
@@ -466,7 +466,7 @@ def main():
               "torch": torch.__version__, "python": platform.python_version(),
               "checks": checks, "clean": clean, "ours": ours}
     if torch.device(args.device).type != "cpu":
-        on_dev = logits_on_device(args, model, x, logits)
+        on_dev = logits_on_device(args, model, x, y, logits)
         result["logits_on_device"] = on_dev
         print(f"logits on {args.device} (information; TF32 convolutions "
               f"{on_dev['tf32_convolutions']}): max |ours - pytorch| = {on_dev['max_abs_diff']:.3g}, "

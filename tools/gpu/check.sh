@@ -152,7 +152,7 @@ echo "$VERSION" | tee -a "$OUT/env.txt"
 # and robustbench (step 9), from the site/ folder beside the binary (tools/gpu/python-site.sh),
 # else from wheels beside the binary or here
 SITE=""; WHEELS=""
-[ -d "$(dirname "$BIN")/site" ] && SITE="$(dirname "$BIN")/site" && export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+[ -d "$(dirname "$BIN")/site" ] && SITE="$(dirname "$BIN")/site"
 for pkg in torchattacks pyautoattack robustbench; do
   [ -n "$TORCH_PY" ] && ! "$TORCH_PY" -c "import $pkg" > /dev/null 2>&1 || continue
   WHL=$(ls "$(dirname "$BIN")"/$pkg-*.whl "$G"/$pkg-*.whl 2>/dev/null | head -1)
@@ -160,6 +160,7 @@ for pkg in torchattacks pyautoattack robustbench; do
     WHEELS+="$pkg "; fi
 done
 [ -n "$WHEELS" ] && SITE="$W/site${SITE:+:$SITE}"
+[ -n "$SITE" ] && export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 row "1 env" "$([ "$MISSING" = 0 ] && [ $VRC = 0 ] && echo OK || echo FAIL)" $((SECONDS - t)) \
   "$VERSION (rc=$VRC), libraries not found: $MISSING; $(command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo 'no nvidia-smi'); $(head -1 "$W/torch.txt" | awk '{ print $1, $2, $3, $4 }')${SITE:+; PYTHONPATH $SITE}${WHEELS:+ (from wheels: $WHEELS)}"
 
@@ -208,7 +209,7 @@ if want 4; then
     return $rc
   }
   pt_bench() {  # model precision
-    PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 $BENCH_TO "$TORCH_PY" "$ROOT/tools/bench/reference.py" \
+    timeout -k 5 $BENCH_TO "$TORCH_PY" "$ROOT/tools/bench/reference.py" \
       --device $DEV --precision "$2" --cudnn-benchmark --channels-last --model "$1" \
       --workload "$BENCH_WL" --batch $BB --steps $BS > "$W/b.out" 2> "$W/b.err"
     local rc=$?; grep '^{' "$W/b.out" >> "$BJ"
@@ -351,7 +352,7 @@ if want 9; then
   elif [ "$DRY" != 1 ] && [ "$(left)" -lt 60 ]; then row "9 card" SKIP 0 "budget (t=${SECONDS}s)"
   else
     to=$CARD_TO; [ "$DRY" != 1 ] && [ $(( $(left) - 40 )) -lt $to ] && to=$(( $(left) - 40 ))
-    PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 $to "$TORCH_PY" "$G/train_card.py" \
+    timeout -k 5 $to "$TORCH_PY" "$G/train_card.py" \
       --data "$DATA" --out "$CW" "${CARD_TRAIN[@]}" > "$W/card-train.out" 2>&1; rc=$?
     { echo "### tools/gpu/train_card.py ${CARD_TRAIN[*]}: rc=$rc in $((SECONDS - t))s (timeout $to)"; cat "$W/card-train.out"; } >> "$AAL"
     CARD=$(ls "$CW"/*.card.toml 2>/dev/null | head -1)
@@ -362,7 +363,7 @@ if want 9; then
       to=$(( $(left) - 10 )); [ "$DRY" = 1 ] && to=$CARD_TO
       util_start card
       # from the checkout, where bench finds tools/crosscheck/crosscheck.py
-      (cd "$ROOT" && PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" timeout -k 5 $to "$BIN" bench \
+      (cd "$ROOT" && timeout -k 5 $to "$BIN" bench \
         --autoattack "$CARD" --test-per-class $CARD_PER_CLASS --device $DEV --python "$TORCH_PY" \
         --against pyautoattack --out "$CW/bench") > "$W/card-bench.out" 2>&1; rc=$?
       U=$(util_stop)

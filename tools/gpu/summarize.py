@@ -278,15 +278,17 @@ def epoch(path, bench_path=None):
     return "; ".join(parts)
 
 
+def acc(d):
+    """An evaluation's overall accuracy (its class mean where it has no overall)."""
+    return d.get("overall") if d.get("overall") is not None else d.get("class_mean")
+
+
 def aa(path):
     rep = load_json(path)
     if rep is None:
         return "no AutoAttack report"
     ev = rep.get("evaluation", rep)
     rob, cl = ev["robust"], ev["clean"]
-
-    def acc(d):
-        return d.get("overall") if d.get("overall") is not None else d.get("class_mean")
     steps = "; ".join(f"{st.get('attack')} {st.get('seconds', 0):.1f}s"
                       for st in rep.get("steps", []))
     return (f"n {ev.get('n_samples')} clean {acc(cl):.3f} robust {acc(rob):.3f} "
@@ -308,10 +310,8 @@ def card(train_out, bench_dir):
     ours = load_json(os.path.join(bench_dir, "classwise.json"))
     if ours is not None:
         ev = ours.get("evaluation", {})
-        rob = ev.get("robust", {})
-        mean = sum(rob.get("per_class", [])) / max(1, len(rob.get("per_class", [])))
         parts.append(f"classwise {ours.get('seconds', 0):.1f} s on {ev.get('n_samples')} images, "
-                     f"robust {100 * mean:.2f} %")
+                     f"robust {100 * acc(ev.get('robust', {})):.2f} %")
     theirs = load_json(os.path.join(bench_dir, "crosscheck.json"))
     pa = (theirs or {}).get("pyautoattack")
     if pa:

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde::Deserialize;
 
-use crate::error::{IoContext, Result, TrainerError};
+use crate::error::{IoContext, Result, TrainerError, bad_data, invalid};
 use crate::eval::autoattack::AutoAttackReport;
 
 /// A Python AutoAttack the benchmark can time beside classwise's.
@@ -127,17 +127,14 @@ pub fn script() -> Result<PathBuf> {
         .join("..")
         .join(SCRIPT);
     let candidates = [PathBuf::from(SCRIPT), built];
-    match candidates.iter().find(|p| p.is_file()) {
-        Some(found) => Ok(found.clone()),
-        None => Err(TrainerError::Invalid {
-            field: "--python".into(),
-            value: format!("(no {})", candidates[0].display()),
-            expected: format!(
-                "a classwise checkout as the current directory: {SCRIPT} is found there or at {}",
-                candidates[1].display()
-            ),
-        }),
-    }
+    let found = candidates.iter().find(|p| p.is_file()).cloned();
+    found.ok_or_else(|| {
+        let expected = format!(
+            "a classwise checkout as the current directory: {SCRIPT} is found there or at {}",
+            candidates[1].display()
+        );
+        invalid("--python", format!("(no {SCRIPT})"), expected)
+    })
 }
 
 /// crosscheck.py's flags for `run`.
@@ -201,11 +198,8 @@ pub fn run(run: &PythonRun<'_>) -> Result<CrossCheck> {
         return Err(TrainerError::Command { command, reason });
     }
     let text = std::fs::read_to_string(run.json).at("reading", run.json)?;
-    serde_json::from_str(&text).map_err(|e| TrainerError::BadData {
-        path: run.json.to_path_buf(),
-        offset: None,
-        reason: format!("not crosscheck.py's result: {e}"),
-    })
+    serde_json::from_str(&text)
+        .map_err(|e| bad_data(run.json, format!("not crosscheck.py's result: {e}")))
 }
 
 /// `a / b` to two decimals, `-` when `b` is not positive.
