@@ -32,6 +32,7 @@
 #   GPU_LANES    preset runs at once [3]
 #   GPU_STEPS    the steps to run [1 2 3 4 5 6 7 8]; 1 and 3 always run (the others need them),
 #                6 needs 5; e.g. GPU_STEPS=9 for the card comparison alone
+#   GPU_CARD_PER_CLASS  step 9's test images per class [100; dry 2]
 #   GPU_DRY=1    everything on the CPU at tiny sizes (a test of the script); GPU_DRY_ALL=1 runs
 #                every preset in it (else 8 and the bf16 runs), GPU_DRY_ARCH the architecture every dry
 #                preset run uses [small_cnn_cifar; empty: the presets' own, WRNs as WRN-10-1]
@@ -87,7 +88,7 @@ if [ "$DRY" = 1 ]; then
   if [ -n "$DRY_ARCH" ]; then ARCH_PLAN=(--arch "$DRY_ARCH"); ARCH_SET=(--set "model.architecture={ kind = \"$DRY_ARCH\" }")
   else ARCH_PLAN=(--wrn-arch '{ kind = "wide_resnet", depth = 10, widen = 1 }'); ARCH_SET=(); fi
   COUNTS=(--counts-any); COUNTS_SET=(--set 'data.source={ kind = "files", id = "cifar10", options = { counts = "any" } }')
-  CARD_TRAIN=(--depth 10 --widen 1 --limit 512 --device cpu); CARD_PER_CLASS=2; CARD_TO=900
+  CARD_TRAIN=(--depth 10 --widen 1 --limit 512 --device cpu); CARD_PER_CLASS=${GPU_CARD_PER_CLASS:-2}; CARD_TO=900
 else
   BUDGET=${GPU_BUDGET_S:-450}; LIMIT=${GPU_LIMIT_S:-480}; DEV=cuda; LANES=${GPU_LANES:-3}
   SYNTH_C10=(); SYNTH_C100=()
@@ -96,7 +97,7 @@ else
   AA_ARGS=(--version standard --test-per-class 50); AA_TO=120
   LONG_SET=(--set data.test_per_class=100 --set eval.test_per_class=100 --set eval.val_per_class=20); LONG_TO=150
   ONLY=""; ARCH_PLAN=(); ARCH_SET=(); COUNTS=(); COUNTS_SET=()
-  CARD_TRAIN=(--bf16 --channels-last --device cuda); CARD_PER_CLASS=100; CARD_TO=150
+  CARD_TRAIN=(--bf16 --channels-last --device cuda); CARD_PER_CLASS=${GPU_CARD_PER_CLASS:-100}; CARD_TO=150
 fi
 STEPS=" ${GPU_STEPS:-1 2 3 4 5 6 7 8} "
 want() { [[ "$STEPS" == *" $1 "* ]]; }

@@ -310,8 +310,10 @@ def card(train_out, bench_dir):
     ours = load_json(os.path.join(bench_dir, "classwise.json"))
     if ours is not None:
         ev = ours.get("evaluation", {})
+        steps = ", ".join(f"{st.get('attack')} {st.get('seconds', 0):.1f} s broke "
+                          f"{st.get('broken')}/{st.get('attacked')}" for st in ours.get("steps", []))
         parts.append(f"classwise {ours.get('seconds', 0):.1f} s on {ev.get('n_samples')} images, "
-                     f"robust {100 * acc(ev.get('robust', {})):.2f} %")
+                     f"robust {100 * acc(ev.get('robust', {})):.2f} % ({steps})")
     theirs = load_json(os.path.join(bench_dir, "crosscheck.json"))
     pa = (theirs or {}).get("pyautoattack")
     if pa:

@@ -1,6 +1,6 @@
 """Trains RobustBench's WideResNet in PyTorch for one epoch on a CIFAR-10 binary set and writes
 its `torch.save` state dict with a classwise model card: the model of the GPU check's AutoAttack
-comparison on weights classwise did not train (tools/gpu/card_check.sh).
+comparison on weights classwise did not train (step 9 of tools/gpu/check.sh).
 
 The network is built by RobustBench 1.1.1's own definition
 (`robustbench/model_zoo/architectures/wide_resnet.py`, `WideResNet(depth, widen_factor,
@@ -15,7 +15,7 @@ torch.autocast(bfloat16), the weights stay fp32; `--channels-last` lays them out
 Input: `--data DIR` holding `cifar-10-batches-bin` (`classwise data synth` writes a synthetic
 one in the real format). Output in `--out`: NAME.pt, NAME.card.toml (file, architecture,
 eps 8/255, no normalisation) and train.json (seconds, images per second, the last batches'
-loss and accuracy). Optional tool, run by tools/gpu/card_check.sh; needs torch and robustbench
+loss and accuracy). Optional tool, run by step 9 of tools/gpu/check.sh; needs torch and robustbench
 (its wheel, --no-deps: only the architecture file is read).
 """
 
