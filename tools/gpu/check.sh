@@ -16,7 +16,8 @@
 #   9 card          (only when GPU_STEPS names it) a WRN-28-10 that PyTorch trains for one epoch
 #                   (tools/gpu/train_card.py, RobustBench's definition, a torch.save file and
 #                   its model card), then `classwise bench --autoattack CARD` on 1,000 test
-#                   images against the original AutoAttack (pyautoattack) on the same weights
+#                   images (GPU_CARD_PER_CLASS) against the original AutoAttack (pyautoattack)
+#                   on the same weights
 #  10 summary       one table (step, status, seconds, note), the total against the budget
 # A failing step does not stop the others; the exit status is 1 if any step failed.
 #

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The CUDA libraries that the bundle of build-for-torch-2.11.sh links (libtorch_cuda.so of the
 # PyPI torch 2.11.0 wheel needs them to load, also where no GPU is), from the PyPI wheels at
-# the versions that wheel pins, extracted into one folder. With it on LD_LIBRARY_PATH the very
-# binary that travels to the GPU machine runs a dry check on a CPU:
-#   LD_LIBRARY_PATH=$(bash tools/gpu/dry-libs.sh | tail -n 1) CLASSWISE=gpu/classwise GPU_DRY=1 bash tools/gpu/check.sh
+# the versions that wheel pins, extracted into one folder. Given to check.sh as GPU_TORCH_LIB
+# (it goes on LD_LIBRARY_PATH only after check.sh has probed its Python torch; exported before,
+# it makes the crosscheck venv's torch 2.13 refuse the older cuDNN found there when step 1 asks
+# for its version), the very binary that travels to the GPU machine runs a dry check on a CPU:
+#   GPU_TORCH_LIB=$(bash tools/gpu/dry-libs.sh | tail -n 1) CLASSWISE=gpu/classwise GPU_DRY=1 bash tools/gpu/check.sh
 # (the loader finds no driver, so CUDA is unavailable and everything runs on the CPU).
 # About 2.5 GB to download once; the wheels are deleted after extraction. Prints the folder last.
 set -euo pipefail
